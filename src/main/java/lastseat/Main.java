@@ -1,0 +1,164 @@
+package lastseat;
+
+import io.helidon.config.Config;
+import io.helidon.health.HealthCheck;
+import io.helidon.http.DirectHandler;
+import io.helidon.http.HeaderNames;
+import io.helidon.http.HttpException;
+import io.helidon.http.ServerResponseHeaders;
+import io.helidon.http.Status;
+import io.helidon.health.HealthCheckResponse;
+import io.helidon.health.HealthCheckType;
+import io.helidon.logging.common.LogConfig;
+import io.helidon.metrics.api.Gauge;
+import io.helidon.metrics.api.Metrics;
+import io.helidon.webserver.WebServer;
+import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import io.helidon.webserver.observe.ObserveFeature;
+import io.helidon.webserver.observe.health.HealthObserver;
+import io.helidon.webserver.observe.metrics.MetricsObserver;
+import lastseat.inventory.NewEvent;
+import lastseat.web.Json;
+import lastseat.web.Problem;
+import lastseat.web.Reply;
+
+import java.math.BigDecimal;
+import java.util.List;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/** Starts lastseat: configuration, database, routes, observe endpoints. */
+public final class Main {
+    private static final Logger LOG = Logger.getLogger(Main.class.getName());
+
+    private Main() {
+    }
+
+    public static void main(String[] args) {
+        LogConfig.configureRuntime();
+        Running running = start(Config.create());
+        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().unstarted(running::close));
+        LOG.info("lastseat listening on http://localhost:" + running.server().port());
+    }
+
+    /** A started server and what it serves; closing stops the server, then the pool. */
+    public record Running(WebServer server, Services services) implements AutoCloseable {
+        public int port() {
+            return server.port();
+        }
+
+        @Override
+        public void close() {
+            server.stop();
+            services.close();
+        }
+    }
+
+    public static Running start(Config config) {
+        Services services = Services.create(config);
+        try {
+            if (config.get("demo.create-event").asBoolean().orElse(false)) {
+                createDemoEvent(services);
+            }
+            registerGauges(services);
+            WebServer server = WebServer.builder()
+                    .config(config.get("server"))
+                    .directHandlers(handlers -> handlers.addHandler(DirectHandler.EventType.BAD_REQUEST, Main::transportError))
+                    .addFeature(ObserveFeature.builder()
+                                        .addObserver(HealthObserver.builder().details(true).addCheck(database(services)).build())
+                                        .addObserver(MetricsObserver.create())
+                                        .build())
+                    .routing(routing -> routing(routing, services))
+                    .build()
+                    .start();
+            return new Running(server, services);
+        } catch (RuntimeException e) {
+            services.close();
+            throw e;
+        }
+    }
+
+    /** The application's routes and its one error-mapping chain (every error leaves as problem+json). */
+    public static void routing(HttpRouting.Builder routing, Services services) {
+        services.eventRoutes().register(routing);
+        services.purchaseRoutes().register(routing);
+        routing.error(Problem.class, Main::problem)
+               .error(HttpException.class, Main::http)
+               .error(Exception.class, Main::unexpected);
+    }
+
+    private static void http(ServerRequest request, ServerResponse response, HttpException e) {
+        int status = e.status().code();
+        String kind = status == 404 ? "not-found" : "http-" + status;
+        String detail = status == 404 ? "There is no resource at " + request.path().path() : e.status().reasonPhrase();
+        problem(request, response, new Problem(status, kind, e.status().reasonPhrase(), detail));
+    }
+
+    /** Errors Helidon raises before routing (a body over server.max-payload-size, a broken request line). */
+    private static DirectHandler.TransportResponse transportError(DirectHandler.TransportRequest request,
+                                                                  DirectHandler.EventType type, Status status,
+                                                                  ServerResponseHeaders headers, String message) {
+        Problem problem = status.code() == 413
+                ? new Problem(413, "body-too-large", "Payload too large", "The request body is larger than the server accepts")
+                : new Problem(status.code(), "bad-request", status.reasonPhrase(),
+                              message == null ? "The request could not be read" : message);
+        return DirectHandler.TransportResponse.builder()
+                .status(status)
+                .headers(headers)
+                .header(HeaderNames.CONTENT_TYPE, Reply.PROBLEM_JSON)
+                .entity(Json.bytes(problem.body(request.path())))
+                .build();
+    }
+
+    private static void problem(ServerRequest request, ServerResponse response, Problem problem) {
+        Reply.problem(problem, request.path().path()).send(response);
+    }
+
+    private static void unexpected(ServerRequest request, ServerResponse response, Exception e) {
+        LOG.log(Level.SEVERE, "unexpected failure on " + request.path().path(), e);
+        problem(request, response, new Problem(500, "internal", "Internal error", "The request failed unexpectedly"));
+    }
+
+    private static HealthCheck database(Services services) {
+        return new HealthCheck() {
+            @Override
+            public HealthCheckType type() {
+                return HealthCheckType.READINESS;
+            }
+
+            @Override
+            public String name() {
+                return "database";
+            }
+
+            @Override
+            public HealthCheckResponse call() {
+                try {
+                    services.db().read(c -> c.isValid(1));
+                    return HealthCheckResponse.builder().status(true)
+                            .detail("activeConnections", services.db().activeConnections())
+                            .detail("poolSize", services.db().poolSize())
+                            .build();
+                } catch (RuntimeException e) {
+                    return HealthCheckResponse.builder().status(false).detail("error", String.valueOf(e.getMessage())).build();
+                }
+            }
+        };
+    }
+
+    private static void registerGauges(Services services) {
+        var registry = Metrics.globalRegistry();
+        registry.getOrCreate(Gauge.builder("lastseat.payment.bulkhead.available", services.payments(),
+                                           p -> p.availablePermits()));
+        registry.getOrCreate(Gauge.builder("lastseat.db.pool.active", services.db(), db -> db.activeConnections()));
+    }
+
+    private static void createDemoEvent(Services services) {
+        if (services.inventory().find("demo", false).isEmpty()) {
+            services.inventory().create(new NewEvent("demo", "Demo concert",
+                    List.of("A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5"), null, new BigDecimal("40.00"), "EUR"));
+        }
+    }
+}

@@ -1,0 +1,58 @@
+package lastseat;
+
+import io.helidon.config.Config;
+import lastseat.checks.Checks;
+import lastseat.checks.ChecksConfig;
+import lastseat.db.Database;
+import lastseat.db.DbConfig;
+import lastseat.idempotency.IdempotencyKeys;
+import lastseat.inventory.EventRoutes;
+import lastseat.inventory.Inventory;
+import lastseat.inventory.InventoryConfig;
+import lastseat.outside.OutsideConfig;
+import lastseat.outside.OutsideHttp;
+import lastseat.payment.PaymentConfig;
+import lastseat.payment.PaymentGateway;
+import lastseat.purchase.PurchaseConfig;
+import lastseat.purchase.PurchaseFlow;
+import lastseat.purchase.PurchaseMetrics;
+import lastseat.purchase.PurchaseRoutes;
+import lastseat.purchase.Purchases;
+
+import java.time.Clock;
+
+/**
+ * Everything one lastseat process is made of, built from configuration. Every configuration record
+ * is read (and so validated) here, before the server accepts a request.
+ */
+public record Services(Database db, Inventory inventory, Purchases purchases, PaymentGateway payments,
+                       PurchaseRoutes purchaseRoutes, EventRoutes eventRoutes) implements AutoCloseable {
+
+    public static Services create(Config config) {
+        Clock clock = Clock.systemUTC();
+        PurchaseConfig purchaseConfig = PurchaseConfig.from(config);
+        InventoryConfig inventoryConfig = InventoryConfig.from(config);
+        ChecksConfig checksConfig = ChecksConfig.from(config);
+        PaymentConfig paymentConfig = PaymentConfig.from(config);
+        OutsideConfig outsideConfig = OutsideConfig.from(config.get("outside"));
+        int eventBodyBytes = lastseat.config.Values.integer(config.get("events"), "max-body-bytes", 1024, 16 * 1024 * 1024);
+        if (paymentConfig.maxWait().compareTo(purchaseConfig.deadline()) > 0) {
+            throw new IllegalStateException("Configuration payment.max-wait (" + paymentConfig.maxWait()
+                                            + ") must not be longer than purchase.deadline (" + purchaseConfig.deadline() + ")");
+        }
+        Database db = Database.open(DbConfig.from(config.get("db")));
+        OutsideHttp http = new OutsideHttp(outsideConfig);
+        Inventory inventory = new Inventory(db, inventoryConfig, clock);
+        Purchases purchases = new Purchases(db, inventory, clock);
+        PaymentGateway payments = new PaymentGateway(http, paymentConfig);
+        PurchaseFlow flow = new PurchaseFlow(inventory, new Checks(http, checksConfig), payments, purchases, purchaseConfig);
+        PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, new IdempotencyKeys(db, clock),
+                                                           purchaseConfig, new PurchaseMetrics());
+        return new Services(db, inventory, purchases, payments, purchaseRoutes, new EventRoutes(inventory, eventBodyBytes));
+    }
+
+    @Override
+    public void close() {
+        db.close();
+    }
+}

@@ -1,0 +1,94 @@
+package lastseat.db;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import org.flywaydb.core.Flyway;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+
+/**
+ * The one authority for seats, purchases, idempotency keys and the outbox: a bounded HikariCP pool
+ * over H2 (file) or PostgreSQL, migrated by Flyway at start.
+ *
+ * <p>Every conversation is short: no transaction stays open across a call to the outside world.
+ * A {@link SQLException} leaves as an unchecked {@link DatabaseException}; a unique-key violation
+ * is told apart by {@link #isUniqueViolation(SQLException)} because both databases use SQLState 23505.
+ */
+public final class Database implements AutoCloseable {
+    private final HikariDataSource pool;
+
+    private Database(HikariDataSource pool) {
+        this.pool = pool;
+    }
+
+    public static Database open(DbConfig config) {
+        HikariConfig hikari = new HikariConfig();
+        hikari.setPoolName("lastseat");
+        hikari.setJdbcUrl(config.url());
+        hikari.setUsername(config.user());
+        hikari.setPassword(config.password());
+        hikari.setMaximumPoolSize(config.poolSize());
+        hikari.setMinimumIdle(Math.min(2, config.poolSize()));
+        hikari.setConnectionTimeout(config.connectionTimeout().toMillis());
+        hikari.setAutoCommit(true);
+        HikariDataSource pool = new HikariDataSource(hikari);
+        try {
+            Flyway.configure().dataSource(pool).locations("classpath:db/migration").load().migrate();
+        } catch (RuntimeException e) {
+            pool.close();
+            throw e;
+        }
+        return new Database(pool);
+    }
+
+    /** Runs {@code work} in one transaction: commit when it returns, roll back when it throws. */
+    public <T> T inTransaction(SqlWork<T> work) {
+        try (Connection connection = pool.getConnection()) {
+            connection.setAutoCommit(false);
+            try {
+                T result = work.run(connection);
+                connection.commit();
+                return result;
+            } catch (SQLException | RuntimeException e) {
+                connection.rollback();
+                throw e;
+            } finally {
+                connection.setAutoCommit(true);
+            }
+        } catch (SQLException e) {
+            throw new DatabaseException(e);
+        }
+    }
+
+    /** Runs {@code work} on one connection in auto-commit mode (reads, single statements). */
+    public <T> T read(SqlWork<T> work) {
+        try (Connection connection = pool.getConnection()) {
+            return work.run(connection);
+        } catch (SQLException e) {
+            throw new DatabaseException(e);
+        }
+    }
+
+    public static boolean isUniqueViolation(SQLException e) {
+        return "23505".equals(e.getSQLState());
+    }
+
+    public int activeConnections() {
+        return pool.getHikariPoolMXBean().getActiveConnections();
+    }
+
+    public int poolSize() {
+        return pool.getMaximumPoolSize();
+    }
+
+    @Override
+    public void close() {
+        pool.close();
+    }
+
+    @FunctionalInterface
+    public interface SqlWork<T> {
+        T run(Connection connection) throws SQLException;
+    }
+}

@@ -1,0 +1,148 @@
+package lastseat.idempotency;
+
+import lastseat.db.Database;
+import lastseat.web.Problem;
+import lastseat.web.Reply;
+
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.ZoneOffset;
+import java.util.HexFormat;
+import java.util.Optional;
+import java.util.regex.Pattern;
+
+/**
+ * {@code Idempotency-Key} as in the IETF draft, kept in the database so that every instance and
+ * every restart sees the same keys.
+ *
+ * <p>Contract: the first request with a key claims it (one INSERT; the primary key decides between
+ * racing requests). While it runs, the same key gets 409; with another body, 422; once it is
+ * done, the stored answer byte for byte. Answers that invite a retry (503, 504, 500) are not
+ * stored: the key is let go, so the retry runs afresh — nothing was charged in those cases.
+ */
+public final class IdempotencyKeys {
+    private static final Pattern KEY = Pattern.compile("[\\x21-\\x7E]{1,255}");
+
+    private final Database db;
+    private final Clock clock;
+
+    public IdempotencyKeys(Database db, Clock clock) {
+        this.db = db;
+        this.clock = clock;
+    }
+
+    /** What a request with a key may do. */
+    public sealed interface Claim {
+        /** This request owns the key: run it, then {@link #complete} or {@link #forget}. */
+        record Fresh() implements Claim {
+        }
+
+        /** The key was used and answered: send this answer again. */
+        record Replay(Reply reply) implements Claim {
+        }
+    }
+
+    public static String require(Optional<String> header) {
+        String key = header.orElseThrow(() -> Problem.badRequest("idempotency-key-missing",
+                "The Idempotency-Key header is required: send a unique value per purchase and reuse it when you retry"));
+        if (!KEY.matcher(key).matches()) {
+            throw Problem.badRequest("idempotency-key-invalid",
+                    "The Idempotency-Key must be 1-255 visible ASCII characters without spaces");
+        }
+        return key;
+    }
+
+    public static String fingerprint(byte[] body) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(body));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    public Claim claim(String key, String fingerprint) {
+        return db.read(c -> {
+            try (PreparedStatement insert = c.prepareStatement(
+                    "INSERT INTO idempotency_keys (idem_key, request_hash, state, created_at) VALUES (?, ?, 'IN_FLIGHT', ?)")) {
+                insert.setString(1, key);
+                insert.setString(2, fingerprint);
+                insert.setObject(3, clock.instant().atOffset(ZoneOffset.UTC));
+                insert.executeUpdate();
+                return new Claim.Fresh();
+            } catch (SQLException e) {
+                if (!Database.isUniqueViolation(e)) {
+                    throw e;
+                }
+            }
+            return existing(c, key, fingerprint);
+        });
+    }
+
+    /** Stores the answer; from now on the key replays it. */
+    public void complete(String key, Reply reply) {
+        db.read(c -> {
+            try (PreparedStatement ps = c.prepareStatement(
+                    "UPDATE idempotency_keys SET state = 'DONE', status = ?, content_type = ?, location = ?, body = ?, "
+                    + "completed_at = ? WHERE idem_key = ? AND state = 'IN_FLIGHT'")) {
+                ps.setInt(1, reply.status());
+                ps.setString(2, reply.contentType());
+                ps.setString(3, reply.location());
+                ps.setString(4, new String(reply.body(), StandardCharsets.UTF_8));
+                ps.setObject(5, clock.instant().atOffset(ZoneOffset.UTC));
+                ps.setString(6, key);
+                if (ps.executeUpdate() == 0) {
+                    throw new IllegalStateException("idempotency key " + key + " was not in flight when its answer came");
+                }
+            }
+            return null;
+        });
+    }
+
+    /** Lets go of a key whose request ended in a way that invites a retry. */
+    public void forget(String key) {
+        db.read(c -> {
+            try (PreparedStatement ps = c.prepareStatement(
+                    "DELETE FROM idempotency_keys WHERE idem_key = ? AND state = 'IN_FLIGHT'")) {
+                ps.setString(1, key);
+                ps.executeUpdate();
+            }
+            return null;
+        });
+    }
+
+    private static Claim existing(Connection c, String key, String fingerprint) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT request_hash, state, status, content_type, location, body FROM idempotency_keys WHERE idem_key = ?")) {
+            ps.setString(1, key);
+            try (ResultSet rs = ps.executeQuery()) {
+                if (!rs.next()) {
+                    // Claimed and let go between our insert and this read: the caller may try again.
+                    throw new KeyInFlight(key);
+                }
+                if (!rs.getString(1).equals(fingerprint)) {
+                    throw new Problem(422, "idempotency-key-reused", "Idempotency key reused",
+                            "The Idempotency-Key " + key + " was used for a different request body");
+                }
+                if ("IN_FLIGHT".equals(rs.getString(2))) {
+                    throw new KeyInFlight(key);
+                }
+                return new Claim.Replay(new Reply(rs.getInt(3), rs.getString(4), rs.getString(5), null,
+                        rs.getString(6).getBytes(StandardCharsets.UTF_8)));
+            }
+        }
+    }
+
+    /** 409: a request with this key is still running. */
+    static final class KeyInFlight extends Problem {
+        KeyInFlight(String key) {
+            super(409, "idempotency-key-in-flight", "Request in progress",
+                  "A request with the Idempotency-Key " + key + " is still being processed; retry after it has finished");
+        }
+    }
+}

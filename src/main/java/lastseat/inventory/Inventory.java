@@ -1,0 +1,377 @@
+package lastseat.inventory;
+
+import lastseat.db.Database;
+import lastseat.web.Problem;
+
+import java.math.BigDecimal;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+
+/**
+ * Owns events and seats: creating them, reading them, and claiming seats for a purchase.
+ *
+ * <p>Contract: {@link #reserve} claims every requested seat or none, in one transaction, with one
+ * conditional {@code UPDATE ... WHERE state = 'AVAILABLE'} per seat and a row-count check; a seat
+ * is never held by two purchases. Seats are always touched in seat-position order, so two buyers
+ * who want the same seats in opposite order wait for each other instead of deadlocking.
+ *
+ * <p>Hazard: a seat leaves HELD only through {@link #sell} or {@link #giveBack}, called inside the
+ * transaction that moves its purchase out of its state; called anywhere else, capacity could come
+ * back twice.
+ */
+public final class Inventory {
+    private final Database db;
+    private final InventoryConfig config;
+    private final Clock clock;
+
+    public Inventory(Database db, InventoryConfig config, Clock clock) {
+        this.db = db;
+        this.config = config;
+        this.clock = clock;
+    }
+
+    public InventoryConfig config() {
+        return config;
+    }
+
+    public EventView create(NewEvent event) {
+        List<String> labels = event.validSeats(config.maxCapacity());
+        String id = event.id() != null ? event.id() : UUID.randomUUID().toString();
+        db.inTransaction(c -> {
+            try (PreparedStatement insert = c.prepareStatement(
+                    "INSERT INTO events (id, name, capacity, price, currency, created_at) VALUES (?, ?, ?, ?, ?, ?)")) {
+                insert.setString(1, id);
+                insert.setString(2, event.name());
+                insert.setInt(3, labels.size());
+                insert.setBigDecimal(4, event.price());
+                insert.setString(5, event.currency());
+                insert.setObject(6, now());
+                insert.executeUpdate();
+            } catch (SQLException e) {
+                if (Database.isUniqueViolation(e)) {
+                    throw new Problem(409, "event-exists", "Event exists", "An event with id " + id + " exists already");
+                }
+                throw e;
+            }
+            try (PreparedStatement seat = c.prepareStatement(
+                    "INSERT INTO seats (event_id, label, position, state) VALUES (?, ?, ?, 'AVAILABLE')")) {
+                for (int i = 0; i < labels.size(); i++) {
+                    seat.setString(1, id);
+                    seat.setString(2, labels.get(i));
+                    seat.setInt(3, i + 1);
+                    seat.addBatch();
+                    if (i % 1000 == 999) {
+                        seat.executeBatch();
+                    }
+                }
+                seat.executeBatch();
+            }
+            return null;
+        });
+        return find(id, false).orElseThrow();
+    }
+
+    public Optional<EventView> find(String id, boolean withSeats) {
+        return db.read(c -> {
+            try (PreparedStatement ps = c.prepareStatement(
+                    "SELECT name, capacity, price, currency FROM events WHERE id = ?")) {
+                ps.setString(1, id);
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next()) {
+                        return Optional.empty();
+                    }
+                    Map<SeatState, Integer> counts = counts(c, id);
+                    return Optional.of(new EventView(id, rs.getString(1), rs.getInt(2),
+                            counts.get(SeatState.AVAILABLE), counts.get(SeatState.HELD), counts.get(SeatState.SOLD),
+                            rs.getBigDecimal(3).toPlainString(), rs.getString(4), withSeats ? seats(c, id) : List.of()));
+                }
+            }
+        });
+    }
+
+    /**
+     * Checks what can be checked before any seat is touched: the event exists (404), the quantity is
+     * within limits and every named seat belongs to the event (400).
+     */
+    public void validate(Order order) {
+        db.read(c -> {
+            int capacity;
+            try (PreparedStatement ps = c.prepareStatement("SELECT capacity FROM events WHERE id = ?")) {
+                ps.setString(1, order.eventId());
+                try (ResultSet rs = ps.executeQuery()) {
+                    if (!rs.next()) {
+                        throw Problem.notFound("unknown-event", "There is no event " + order.eventId());
+                    }
+                    capacity = rs.getInt(1);
+                }
+            }
+            if (order.quantity() > capacity) {
+                throw Problem.badRequest("invalid-quantity",
+                        order.quantity() + " seats were asked for; the event has " + capacity);
+            }
+            if (order.namesSeats()) {
+                List<String> known = positions(c, order.eventId(), order.seats()).stream().map(SeatPosition::label).toList();
+                List<String> unknown = order.seats().stream().filter(s -> !known.contains(s)).toList();
+                if (!unknown.isEmpty()) {
+                    throw new Problem(400, "unknown-seats", "Bad request",
+                            "The event has no seat " + String.join(", ", unknown), Map.of("seats", unknown), null, null);
+                }
+            }
+            return null;
+        });
+    }
+
+    /**
+     * Step 1 of a purchase: claims all seats or none and writes the purchase as HELD, in one
+     * transaction, before any outside call. Throws {@link SeatsTaken} or {@link SoldOut}.
+     */
+    public Hold reserve(Order order) {
+        String purchaseId = UUID.randomUUID().toString();
+        Instant expiresAt = clock.instant().plus(config.holdTtl());
+        Claim claim = db.inTransaction(c -> {
+            Claim attempt = order.namesSeats()
+                    ? claimNamed(c, order.eventId(), order.seats(), purchaseId)
+                    : claimAny(c, order.eventId(), order.quantity(), purchaseId);
+            if (attempt instanceof Claim.Claimed claimed) {
+                writeHeldPurchase(c, purchaseId, order, claimed, expiresAt);
+            } else {
+                c.rollback();
+            }
+            return attempt;
+        });
+        return switch (claim) {
+            case Claim.Claimed claimed -> new Hold(purchaseId, order.eventId(), claimed.labels(), claimed.amount(),
+                    claimed.currency(), expiresAt, order.buyerId(), order.buyerEmail(), order.paymentToken());
+            case Claim.Missed missed when order.namesSeats() -> throw new SeatsTaken(taken(order, missed.label()));
+            case Claim.Missed missed -> throw new SoldOut(order.quantity(), available(order.eventId()));
+        };
+    }
+
+    /** HELD → SOLD for every seat of the purchase; false when they are not all still held by it. */
+    public boolean sell(Connection c, String purchaseId, int seatCount) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "UPDATE seats SET state = 'SOLD' WHERE purchase_id = ? AND state = 'HELD'")) {
+            ps.setString(1, purchaseId);
+            return ps.executeUpdate() == seatCount;
+        }
+    }
+
+    /** HELD → AVAILABLE for every seat of the purchase: capacity comes back once, with the transition. */
+    public int giveBack(Connection c, String purchaseId) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement(
+                "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ? AND state = 'HELD'")) {
+            ps.setString(1, purchaseId);
+            return ps.executeUpdate();
+        }
+    }
+
+    private sealed interface Claim {
+        record Claimed(List<String> labels, BigDecimal amount, String currency) implements Claim {
+        }
+
+        record Missed(String label) implements Claim {
+        }
+    }
+
+    private record SeatPosition(String label, int position) {
+    }
+
+    private Claim claimNamed(Connection c, String eventId, List<String> labels, String purchaseId) throws SQLException {
+        List<SeatPosition> ordered = positions(c, eventId, labels);
+        try (PreparedStatement claim = claimStatement(c)) {
+            for (SeatPosition seat : ordered) {
+                if (!claimOne(claim, eventId, seat.label(), purchaseId)) {
+                    return new Claim.Missed(seat.label());
+                }
+            }
+        }
+        return priced(c, eventId, ordered.stream().map(SeatPosition::label).toList());
+    }
+
+    private Claim claimAny(Connection c, String eventId, int quantity, String purchaseId) throws SQLException {
+        List<String> claimed = new ArrayList<>(quantity);
+        try (PreparedStatement claim = claimStatement(c);
+             PreparedStatement candidates = c.prepareStatement(
+                     "SELECT label, position FROM seats WHERE event_id = ? AND state = 'AVAILABLE' AND position > ? "
+                     + "ORDER BY position FETCH FIRST ? ROWS ONLY")) {
+            int after = 0;
+            for (int round = 0; round < config.reserveRounds() && claimed.size() < quantity; round++) {
+                List<SeatPosition> found = new ArrayList<>();
+                candidates.setString(1, eventId);
+                candidates.setInt(2, after);
+                candidates.setInt(3, (quantity - claimed.size()) * 4 + 8);
+                try (ResultSet rs = candidates.executeQuery()) {
+                    while (rs.next()) {
+                        found.add(new SeatPosition(rs.getString(1), rs.getInt(2)));
+                    }
+                }
+                if (found.isEmpty()) {
+                    break;
+                }
+                for (SeatPosition seat : found) {
+                    if (claimed.size() == quantity) {
+                        break;
+                    }
+                    if (claimOne(claim, eventId, seat.label(), purchaseId)) {
+                        claimed.add(seat.label());
+                    }
+                }
+                after = found.getLast().position();
+            }
+        }
+        if (claimed.size() < quantity) {
+            return new Claim.Missed(null);
+        }
+        return priced(c, eventId, claimed);
+    }
+
+    private static PreparedStatement claimStatement(Connection c) throws SQLException {
+        return c.prepareStatement("UPDATE seats SET state = 'HELD', purchase_id = ? "
+                                  + "WHERE event_id = ? AND label = ? AND state = 'AVAILABLE'");
+    }
+
+    private static boolean claimOne(PreparedStatement claim, String eventId, String label, String purchaseId) throws SQLException {
+        claim.setString(1, purchaseId);
+        claim.setString(2, eventId);
+        claim.setString(3, label);
+        return claim.executeUpdate() == 1;
+    }
+
+    private static Claim priced(Connection c, String eventId, List<String> labels) throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT price, currency FROM events WHERE id = ?")) {
+            ps.setString(1, eventId);
+            try (ResultSet rs = ps.executeQuery()) {
+                rs.next();
+                return new Claim.Claimed(List.copyOf(labels),
+                        rs.getBigDecimal(1).multiply(BigDecimal.valueOf(labels.size())), rs.getString(2));
+            }
+        }
+    }
+
+    private void writeHeldPurchase(Connection c, String purchaseId, Order order, Claim.Claimed priced, Instant expiresAt)
+            throws SQLException {
+        List<String> labels = priced.labels();
+        OffsetDateTime now = now();
+        try (PreparedStatement ps = c.prepareStatement(
+                "INSERT INTO purchases (id, event_id, state, idempotency_key, buyer_id, buyer_email, payment_token, "
+                + "seat_count, amount, currency, hold_expires_at, created_at, updated_at) "
+                + "VALUES (?, ?, 'HELD', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
+            ps.setString(1, purchaseId);
+            ps.setString(2, order.eventId());
+            ps.setString(3, order.idempotencyKey());
+            ps.setString(4, order.buyerId());
+            ps.setString(5, order.buyerEmail());
+            ps.setString(6, order.paymentToken());
+            ps.setInt(7, labels.size());
+            ps.setBigDecimal(8, priced.amount());
+            ps.setString(9, priced.currency());
+            ps.setObject(10, expiresAt.atOffset(ZoneOffset.UTC));
+            ps.setObject(11, now);
+            ps.setObject(12, now);
+            ps.executeUpdate();
+        }
+        try (PreparedStatement ps = c.prepareStatement(
+                "INSERT INTO purchase_seats (purchase_id, event_id, label) VALUES (?, ?, ?)")) {
+            for (String label : labels) {
+                ps.setString(1, purchaseId);
+                ps.setString(2, order.eventId());
+                ps.setString(3, label);
+                ps.addBatch();
+            }
+            ps.executeBatch();
+        }
+    }
+
+    private List<String> taken(Order order, String firstMissed) {
+        List<String> taken = db.read(c -> {
+            List<String> labels = new ArrayList<>();
+            for (SeatPosition seat : positions(c, order.eventId(), order.seats())) {
+                try (PreparedStatement ps = c.prepareStatement(
+                        "SELECT state FROM seats WHERE event_id = ? AND label = ?")) {
+                    ps.setString(1, order.eventId());
+                    ps.setString(2, seat.label());
+                    try (ResultSet rs = ps.executeQuery()) {
+                        if (rs.next() && !"AVAILABLE".equals(rs.getString(1))) {
+                            labels.add(seat.label());
+                        }
+                    }
+                }
+            }
+            return labels;
+        });
+        // The holder may have let go between our miss and this read; the seat we missed was taken then.
+        return taken.isEmpty() ? List.of(firstMissed) : taken;
+    }
+
+    private int available(String eventId) {
+        return db.read(c -> counts(c, eventId).get(SeatState.AVAILABLE));
+    }
+
+    private static List<SeatPosition> positions(Connection c, String eventId, List<String> labels) throws SQLException {
+        List<SeatPosition> found = new ArrayList<>();
+        String marks = String.join(", ", Collections.nCopies(labels.size(), "?"));
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT label, position FROM seats WHERE event_id = ? AND label IN (" + marks + ") ORDER BY position")) {
+            ps.setString(1, eventId);
+            for (int i = 0; i < labels.size(); i++) {
+                ps.setString(i + 2, labels.get(i));
+            }
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    found.add(new SeatPosition(rs.getString(1), rs.getInt(2)));
+                }
+            }
+        }
+        return found;
+    }
+
+    private enum SeatState { AVAILABLE, HELD, SOLD }
+
+    private static Map<SeatState, Integer> counts(Connection c, String eventId) throws SQLException {
+        Map<SeatState, Integer> counts = new EnumMap<>(SeatState.class);
+        for (SeatState state : SeatState.values()) {
+            counts.put(state, 0);
+        }
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT state, COUNT(*) FROM seats WHERE event_id = ? GROUP BY state")) {
+            ps.setString(1, eventId);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    counts.put(SeatState.valueOf(rs.getString(1)), rs.getInt(2));
+                }
+            }
+        }
+        return counts;
+    }
+
+    private static List<EventView.SeatView> seats(Connection c, String eventId) throws SQLException {
+        List<EventView.SeatView> seats = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(
+                "SELECT label, state FROM seats WHERE event_id = ? ORDER BY position")) {
+            ps.setString(1, eventId);
+            try (ResultSet rs = ps.executeQuery()) {
+                while (rs.next()) {
+                    seats.add(new EventView.SeatView(rs.getString(1), rs.getString(2)));
+                }
+            }
+        }
+        return seats;
+    }
+
+    private OffsetDateTime now() {
+        return clock.instant().atOffset(ZoneOffset.UTC);
+    }
+}

@@ -1,0 +1,58 @@
+package lastseat.inventory;
+
+import lastseat.web.Problem;
+
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.regex.Pattern;
+
+/** The body of {@code POST /events}: named seats, or a capacity whose seats are named 1..capacity. */
+public record NewEvent(String id, String name, List<String> seats, Integer capacity, BigDecimal price, String currency) {
+    static final Pattern SEAT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_-]{0,15}");
+    private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9-]{0,63}");
+    private static final Pattern CURRENCY = Pattern.compile("[A-Z]{3}");
+
+    /** The seat labels in order, after checking every field; a 400 problem names the first bad one. */
+    List<String> validSeats(int maxCapacity) {
+        if (id != null && !ID.matcher(id).matches()) {
+            throw Problem.badRequest("invalid-field", "id must be 1-64 lowercase letters, digits or '-'");
+        }
+        if (name == null || name.isBlank() || name.length() > 200) {
+            throw Problem.badRequest("invalid-field", "name is required (1-200 characters)");
+        }
+        if (price == null || price.signum() < 0 || price.scale() > 2 || price.compareTo(new BigDecimal("1000000")) >= 0) {
+            throw Problem.badRequest("invalid-field", "price must be a decimal string or number from 0 to 999999.99 with at most 2 decimals");
+        }
+        if (currency == null || !CURRENCY.matcher(currency).matches()) {
+            throw Problem.badRequest("invalid-field", "currency must be three capital letters (ISO 4217), e.g. EUR");
+        }
+        if ((seats == null) == (capacity == null)) {
+            throw Problem.badRequest("invalid-field", "give either seats (a list of labels) or capacity (a number), not both");
+        }
+        if (capacity != null) {
+            if (capacity < 1 || capacity > maxCapacity) {
+                throw Problem.badRequest("invalid-field", "capacity must be from 1 to " + maxCapacity);
+            }
+            List<String> labels = new ArrayList<>(capacity);
+            for (int i = 1; i <= capacity; i++) {
+                labels.add(Integer.toString(i));
+            }
+            return labels;
+        }
+        if (seats.isEmpty() || seats.size() > maxCapacity) {
+            throw Problem.badRequest("invalid-field", "seats must list from 1 to " + maxCapacity + " labels");
+        }
+        var seen = new HashSet<String>();
+        for (String label : seats) {
+            if (label == null || !SEAT.matcher(label).matches()) {
+                throw Problem.badRequest("invalid-field", "seat labels are 1-16 letters, digits, '_' or '-', starting with a letter or digit");
+            }
+            if (!seen.add(label)) {
+                throw Problem.badRequest("invalid-field", "seat " + label + " is listed twice");
+            }
+        }
+        return List.copyOf(seats);
+    }
+}

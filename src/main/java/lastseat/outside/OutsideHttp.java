@@ -1,0 +1,116 @@
+package lastseat.outside;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
+import java.util.concurrent.Flow;
+
+/**
+ * HTTP/1.1 to the fraud, tax, payment and email services, with a total timeout per request and a
+ * cap on the size of what comes back.
+ *
+ * <p>Cancellation: {@link HttpClient#send} cancels the exchange when its thread is interrupted, so
+ * a subtask interrupted by its scope stops its call instead of waiting for the answer.
+ */
+public final class OutsideHttp {
+    private final HttpClient client;
+    private final OutsideConfig config;
+
+    public OutsideHttp(OutsideConfig config) {
+        this.config = config;
+        this.client = HttpClient.newBuilder()
+                .version(HttpClient.Version.HTTP_1_1)
+                .connectTimeout(config.connectTimeout())
+                .followRedirects(HttpClient.Redirect.NEVER)
+                .build();
+    }
+
+    public record Answer(int status, String body) {
+    }
+
+    public URI uri(String path) {
+        return URI.create(config.baseUrl() + path);
+    }
+
+    /** POSTs JSON and waits at most {@code timeout} (itself capped by the configured call timeout). */
+    public Answer postJson(URI uri, String json, Map<String, String> headers, Duration timeout)
+            throws IOException, InterruptedException {
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri)
+                .timeout(capped(timeout))
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(json, StandardCharsets.UTF_8));
+        headers.forEach(request::header);
+        return send(request.build());
+    }
+
+    public Answer get(URI uri, Duration timeout) throws IOException, InterruptedException {
+        return send(HttpRequest.newBuilder(uri).timeout(capped(timeout)).header("Accept", "application/json").GET().build());
+    }
+
+    private Answer send(HttpRequest request) throws IOException, InterruptedException {
+        HttpResponse<String> response = client.send(request, info -> new Bounded(config.maxResponseBytes()));
+        return new Answer(response.statusCode(), response.body());
+    }
+
+    private Duration capped(Duration timeout) {
+        Duration capped = timeout.compareTo(config.callTimeout()) < 0 ? timeout : config.callTimeout();
+        return capped.isZero() || capped.isNegative() ? Duration.ofMillis(1) : capped;
+    }
+
+    /** Collects at most {@code max} bytes of a body; a longer one fails the call instead of filling memory. */
+    private static final class Bounded implements HttpResponse.BodySubscriber<String> {
+        private final int max;
+        private final CompletableFuture<String> result = new CompletableFuture<>();
+        private final java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream();
+        private Flow.Subscription subscription;
+
+        Bounded(int max) {
+            this.max = max;
+        }
+
+        @Override
+        public CompletionStage<String> getBody() {
+            return result;
+        }
+
+        @Override
+        public void onSubscribe(Flow.Subscription subscription) {
+            this.subscription = subscription;
+            subscription.request(Long.MAX_VALUE);
+        }
+
+        @Override
+        public void onNext(List<ByteBuffer> items) {
+            for (ByteBuffer item : items) {
+                if (buffer.size() + item.remaining() > max) {
+                    subscription.cancel();
+                    result.completeExceptionally(new IOException("response body larger than " + max + " bytes"));
+                    return;
+                }
+                byte[] bytes = new byte[item.remaining()];
+                item.get(bytes);
+                buffer.writeBytes(bytes);
+            }
+        }
+
+        @Override
+        public void onError(Throwable throwable) {
+            result.completeExceptionally(throwable);
+        }
+
+        @Override
+        public void onComplete() {
+            result.complete(buffer.toString(StandardCharsets.UTF_8));
+        }
+    }
+}

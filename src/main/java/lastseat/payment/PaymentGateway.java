@@ -1,0 +1,136 @@
+package lastseat.payment;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import io.github.resilience4j.bulkhead.Bulkhead;
+import io.github.resilience4j.bulkhead.BulkheadConfig;
+import io.github.resilience4j.bulkhead.BulkheadFullException;
+import lastseat.outside.OutsideHttp;
+import lastseat.web.Json;
+import lastseat.work.Deadline;
+import lastseat.work.DeadlinePassed;
+import lastseat.work.Scoped;
+import lastseat.work.Timeline;
+
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.http.HttpConnectTimeoutException;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Step 3: one charge through a semaphore bulkhead (Resilience4j; the only user of it).
+ *
+ * <p>Contract: at most {@code permits} calls to the provider at once from this process; a buyer
+ * waits for a permit no longer than the remaining deadline (the scope interrupts the wait) nor
+ * {@code maxWait}; every call carries the idempotency key derived from the purchase, so asking
+ * again can never charge twice (I3); every permit is given back, whatever happens.
+ *
+ * <p>Hazard: once the request may have left, a missing answer is {@link Charge.Unknown}, never a
+ * failure — releasing the seats then could sell them while the buyer's money arrives.
+ */
+public final class PaymentGateway {
+    private final OutsideHttp http;
+    private final PaymentConfig config;
+    private final Bulkhead bulkhead;
+
+    public PaymentGateway(OutsideHttp http, PaymentConfig config) {
+        this.http = http;
+        this.config = config;
+        this.bulkhead = Bulkhead.of("payment", BulkheadConfig.custom()
+                .maxConcurrentCalls(config.permits())
+                .maxWaitDuration(config.maxWait())
+                .fairCallHandlingStrategyEnabled(true)
+                .writableStackTraceEnabled(false)
+                .build());
+    }
+
+    /** The key every request about this purchase's payment carries. */
+    public static String idempotencyKey(String purchaseId) {
+        return "lastseat-payment-" + purchaseId;
+    }
+
+    public PaymentConfig config() {
+        return config;
+    }
+
+    public int availablePermits() {
+        return bulkhead.getMetrics().getAvailableConcurrentCalls();
+    }
+
+    public Charge charge(PaymentOrder order, Deadline deadline, Timeline timeline) throws InterruptedException {
+        AtomicBoolean sent = new AtomicBoolean();
+        try {
+            return Scoped.within("payment-" + order.purchaseId(), deadline, () -> {
+                int waiting = timeline.start("bulkhead");
+                try {
+                    bulkhead.acquirePermission();
+                } catch (BulkheadFullException e) {
+                    timeline.end(waiting, "full");
+                    return new Charge.NotSent("no payment permit within " + config.maxWait().toMillis() + " ms", true);
+                }
+                timeline.end(waiting, "permit");
+                try {
+                    if (deadline.remaining().compareTo(config.minCallTime()) < 0) {
+                        return new Charge.NotSent("too little time left to call the provider", true);
+                    }
+                    sent.set(true);
+                    return timeline.step("payment", () -> post(order, deadline));
+                } finally {
+                    bulkhead.onComplete();
+                }
+            });
+        } catch (DeadlinePassed e) {
+            timeline.endOpen("cancelled");
+            return sent.get()
+                    ? new Charge.Unknown("no answer from the provider before the deadline")
+                    : new Charge.NotSent("no payment permit before the deadline", true);
+        } catch (RuntimeException e) {
+            return sent.get() ? new Charge.Unknown(e.toString()) : new Charge.NotSent(e.toString(), false);
+        }
+    }
+
+    private Charge post(PaymentOrder order, Deadline deadline) throws InterruptedException {
+        Map<String, Object> body = new LinkedHashMap<>();
+        body.put("purchaseId", order.purchaseId());
+        body.put("amount", order.total().toPlainString());
+        body.put("currency", order.currency());
+        body.put("token", order.paymentToken());
+        OutsideHttp.Answer answer;
+        try {
+            answer = http.postJson(http.uri(config.path()), Json.text(body),
+                                   Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), deadline.callTimeout());
+        } catch (ConnectException | HttpConnectTimeoutException e) {
+            return new Charge.NotSent("could not connect to the provider", false);
+        } catch (IOException e) {
+            return new Charge.Unknown(e.getClass().getSimpleName() + " " + e.getMessage());
+        }
+        return switch (answer.status()) {
+            case 200, 201 -> captured(answer.body());
+            case 402 -> new Charge.Declined(reason(answer.body()));
+            case 400, 401, 403, 404, 422 -> new Charge.Rejected(answer.status());
+            default -> new Charge.Unknown("the provider answered " + answer.status());
+        };
+    }
+
+    private static Charge captured(String body) {
+        try {
+            JsonNode payment = Json.tree(body);
+            String id = payment.path("id").asText("");
+            if ("captured".equals(payment.path("status").asText()) && !id.isEmpty()) {
+                return new Charge.Captured(id);
+            }
+            return new Charge.Unknown("the provider answered status " + payment.path("status").asText("(none)"));
+        } catch (IOException e) {
+            return new Charge.Unknown("the provider's answer is not JSON");
+        }
+    }
+
+    private static String reason(String body) {
+        try {
+            return Json.tree(body).path("reason").asText(null);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+}

@@ -1,0 +1,109 @@
+package lastseat.purchase;
+
+import lastseat.checks.Checks;
+import lastseat.checks.Quote;
+import lastseat.inventory.Hold;
+import lastseat.inventory.Inventory;
+import lastseat.inventory.Order;
+import lastseat.payment.Charge;
+import lastseat.payment.PaymentDeclined;
+import lastseat.payment.PaymentGateway;
+import lastseat.payment.PaymentOrder;
+import lastseat.payment.PaymentUnavailable;
+import lastseat.work.Deadline;
+import lastseat.work.DeadlinePassed;
+import lastseat.work.Timeline;
+
+import java.time.Duration;
+
+/**
+ * One purchase, the five steps of DESIGN.md: reserve, check, pay, confirm, and release on every
+ * other path.
+ *
+ * <p>Contract: the answer comes within the deadline plus a small slack (I5); every outcome except
+ * {@link Outcome#pending} leaves the purchase terminal; a purchase is released only when no payment
+ * request can have reached the provider or the provider said no (I3); the flow's own thread is
+ * never interrupted by a deadline, so it always records the outcome.
+ */
+public final class PurchaseFlow {
+    private final Inventory inventory;
+    private final Checks checks;
+    private final PaymentGateway payments;
+    private final Purchases purchases;
+    private final PurchaseConfig config;
+
+    public PurchaseFlow(Inventory inventory, Checks checks, PaymentGateway payments, Purchases purchases,
+                        PurchaseConfig config) {
+        this.inventory = inventory;
+        this.checks = checks;
+        this.payments = payments;
+        this.purchases = purchases;
+        this.config = config;
+    }
+
+    /** How a purchase ended for its buyer: confirmed (201) or payment pending (202). */
+    public record Outcome(PurchaseView purchase, boolean confirmed) {
+        static Outcome pending(PurchaseView purchase) {
+            return new Outcome(purchase, false);
+        }
+    }
+
+    public Outcome purchase(Order order, Deadline deadline) throws InterruptedException {
+        Timeline timeline = new Timeline();
+        Hold hold = reserve(order, timeline);                                                 // 1. reserve
+        Quote quote = check(hold, deadline, timeline);                                        // 2. check
+        Charge charge = payments.charge(paymentOrder(hold, quote), deadline, timeline);       // 3. pay
+        return settle(hold, charge, timeline);                                                // 4. confirm, 5. release
+    }
+
+    private Hold reserve(Order order, Timeline timeline) {
+        int step = timeline.start("reserve");
+        Hold hold = inventory.reserve(order);
+        timeline.end(step, "held " + String.join(",", hold.seats()));
+        return hold;
+    }
+
+    private Quote check(Hold hold, Deadline deadline, Timeline timeline) throws InterruptedException {
+        try {
+            Quote quote = checks.run(hold, deadline, timeline);
+            purchases.markPaying(hold, quote);
+            return quote;
+        } catch (DeadlinePassed e) {
+            timeline.endOpen("cancelled");
+            purchases.release(hold, PurchaseState.HELD, "deadline passed during the checks", timeline);
+            throw new DeadlineExceeded(config.deadline(), "fraud and tax checks");
+        } catch (RuntimeException e) {
+            purchases.release(hold, PurchaseState.HELD, e.getMessage(), timeline);
+            throw e;
+        }
+    }
+
+    private static PaymentOrder paymentOrder(Hold hold, Quote quote) {
+        return new PaymentOrder(hold.purchaseId(), hold.amount().add(quote.tax()), hold.currency(), hold.paymentToken());
+    }
+
+    private Outcome settle(Hold hold, Charge charge, Timeline timeline) {
+        return switch (charge) {
+            case Charge.Captured captured -> new Outcome(purchases.confirm(hold, captured.paymentId(), timeline), true);
+            case Charge.Unknown unknown -> Outcome.pending(purchases.markUnknown(hold, unknown.reason(), timeline));
+            case Charge.Declined declined -> {
+                purchases.release(hold, PurchaseState.PAYING, "payment declined", timeline);
+                throw new PaymentDeclined(declined.reason());
+            }
+            case Charge.Rejected rejected -> {
+                purchases.release(hold, PurchaseState.PAYING, "payment refused with " + rejected.status(), timeline);
+                throw new PaymentUnavailable(502, "payment-refused",
+                        "The payment provider refused the request (" + rejected.status() + ")", null);
+            }
+            case Charge.NotSent notSent -> {
+                purchases.release(hold, PurchaseState.PAYING, "payment not attempted: " + notSent.reason(), timeline);
+                throw new PaymentUnavailable(503, notSent.capacityFull() ? "payment-capacity-full" : "payment-unavailable",
+                        "The payment could not be attempted: " + notSent.reason(), retryAfter());
+            }
+        };
+    }
+
+    private Duration retryAfter() {
+        return config.retryAfter();
+    }
+}

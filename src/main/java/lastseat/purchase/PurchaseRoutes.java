@@ -1,0 +1,106 @@
+package lastseat.purchase;
+
+import io.helidon.http.HeaderNames;
+import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import lastseat.idempotency.IdempotencyKeys;
+import lastseat.inventory.Inventory;
+import lastseat.inventory.Order;
+import lastseat.web.Bodies;
+import lastseat.web.Json;
+import lastseat.web.Problem;
+import lastseat.web.Reply;
+import lastseat.work.Deadline;
+
+import java.util.Set;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * {@code POST /purchases} and {@code GET /purchases/{id}}.
+ *
+ * <p>Contract: nothing changes before the body, the key and the order are valid (every 4xx about
+ * the input is decided first); a key answered once is answered the same way again, without a
+ * second purchase or charge.
+ */
+public final class PurchaseRoutes {
+    private static final Logger LOG = Logger.getLogger(PurchaseRoutes.class.getName());
+    /** Answers a retry should not replay: nothing was charged and the hold is gone, so run again. */
+    private static final Set<Integer> RETRYABLE = Set.of(500, 503, 504);
+
+    private final PurchaseFlow flow;
+    private final Purchases purchases;
+    private final Inventory inventory;
+    private final IdempotencyKeys keys;
+    private final PurchaseConfig config;
+    private final PurchaseMetrics metrics;
+
+    public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
+                          PurchaseConfig config, PurchaseMetrics metrics) {
+        this.flow = flow;
+        this.purchases = purchases;
+        this.inventory = inventory;
+        this.keys = keys;
+        this.config = config;
+        this.metrics = metrics;
+    }
+
+    public void register(HttpRouting.Builder routing) {
+        routing.post("/purchases", this::purchase)
+               .get("/purchases/{id}", this::find);
+    }
+
+    private void purchase(ServerRequest request, ServerResponse response) {
+        Deadline deadline = Deadline.after(config.deadline(), System.nanoTime());
+        String key = IdempotencyKeys.require(request.headers().first(HeaderNames.create("Idempotency-Key")));
+        Bodies.requireJson(request);
+        byte[] body = Bodies.read(request, config.maxBodyBytes());
+        Order order = Json.read(body, PurchaseRequest.class).toOrder(key, inventory.config().maxSeatsPerPurchase());
+        inventory.validate(order);
+        switch (keys.claim(key, IdempotencyKeys.fingerprint(body))) {
+            case IdempotencyKeys.Claim.Replay replay -> {
+                response.header(HeaderNames.create("Idempotent-Replayed"), "true");
+                replay.reply().send(response);
+            }
+            case IdempotencyKeys.Claim.Fresh fresh -> {
+                Reply reply = run(order, deadline);
+                if (RETRYABLE.contains(reply.status())) {
+                    keys.forget(key);
+                } else {
+                    keys.complete(key, reply);
+                }
+                reply.send(response);
+            }
+        }
+    }
+
+    private Reply run(Order order, Deadline deadline) {
+        try {
+            PurchaseFlow.Outcome outcome = flow.purchase(order, deadline);
+            metrics.outcome(outcome.confirmed() ? 201 : 202);
+            PurchaseView view = outcome.purchase();
+            return Reply.json(outcome.confirmed() ? 201 : 202, view, "/purchases/" + view.id());
+        } catch (Problem problem) {
+            metrics.outcome(problem.status());
+            return Reply.problem(problem, "/purchases");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            metrics.outcome(503);
+            return Reply.problem(new Problem(503, "shutting-down", "Shutting down",
+                    "The server is stopping; the purchase was left for recovery to finish"), "/purchases");
+        } catch (RuntimeException e) {
+            LOG.log(Level.SEVERE, "purchase failed", e);
+            metrics.outcome(500);
+            return Reply.problem(new Problem(500, "internal", "Internal error",
+                    "The purchase failed unexpectedly; nothing was charged twice, try again"), "/purchases");
+        }
+    }
+
+    private void find(ServerRequest request, ServerResponse response) {
+        String id = request.path().pathParameters().get("id");
+        PurchaseView view = purchases.find(id)
+                .orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase " + id));
+        Reply.json(200, view, null).send(response);
+    }
+}

@@ -1,0 +1,25 @@
+package lastseat.purchase;
+
+import com.fasterxml.jackson.annotation.JsonInclude;
+
+import java.util.List;
+
+/**
+ * A purchase as clients see it. Money is a decimal string. {@code timeline} is shown by
+ * {@code GET /purchases/{id}} and left out of the answer to the purchase itself.
+ */
+@JsonInclude(JsonInclude.Include.NON_NULL)
+public record PurchaseView(String id, String state, String eventId, List<String> seats, String amount, String tax,
+                           String total, String currency, List<Ticket> tickets, String reason, String holdExpiresAt,
+                           List<Step> timeline) {
+
+    public record Ticket(String id, String seat) {
+    }
+
+    public record Step(String step, String startedAt, String endedAt, String outcome) {
+    }
+
+    PurchaseView withoutTimeline() {
+        return new PurchaseView(id, state, eventId, seats, amount, tax, total, currency, tickets, reason, holdExpiresAt, null);
+    }
+}

@@ -1,0 +1,63 @@
+package lastseat.work;
+
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/**
+ * When each step of one purchase started and ended, and how it ended. Written by the purchase's own
+ * thread and its subtasks (hence synchronized), persisted with the purchase's final transition and
+ * shown by {@code GET /purchases/{id}}.
+ */
+public final class Timeline {
+    private final List<Step> steps = new ArrayList<>();
+
+    public record Step(String name, Instant startedAt, Instant endedAt, String outcome) {
+    }
+
+    /** Runs {@code work} as the step {@code name}; an interrupt is recorded as "cancelled" and rethrown. */
+    public <T> T step(String name, Callable<T> work) throws Exception {
+        int index = start(name);
+        try {
+            T result = work.call();
+            end(index, "ok");
+            return result;
+        } catch (InterruptedException e) {
+            end(index, "cancelled");
+            throw e;
+        } catch (Exception e) {
+            end(index, Thread.currentThread().isInterrupted() ? "cancelled" : outcomeOf(e));
+            throw e;
+        }
+    }
+
+    public synchronized int start(String name) {
+        steps.add(new Step(name, Instant.now(), null, null));
+        return steps.size() - 1;
+    }
+
+    public synchronized void end(int index, String outcome) {
+        Step step = steps.get(index);
+        steps.set(index, new Step(step.name(), step.startedAt(), Instant.now(), outcome));
+    }
+
+    /** Ends every step still open, e.g. the subtask the deadline interrupted before it could. */
+    public synchronized void endOpen(String outcome) {
+        for (int i = 0; i < steps.size(); i++) {
+            if (steps.get(i).endedAt() == null) {
+                end(i, outcome);
+            }
+        }
+    }
+
+    public synchronized List<Step> steps() {
+        return List.copyOf(steps);
+    }
+
+    private static String outcomeOf(Exception e) {
+        String message = e.getMessage();
+        String text = e.getClass().getSimpleName() + (message == null ? "" : ": " + message);
+        return text.length() > 200 ? text.substring(0, 200) : text;
+    }
+}

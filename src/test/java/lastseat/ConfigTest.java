@@ -1,0 +1,34 @@
+package lastseat;
+
+import io.helidon.config.Config;
+import io.helidon.config.ConfigSources;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+/** A bad configuration value stops start-up with one sentence naming the key, before anything opens. */
+class ConfigTest {
+
+    @ParameterizedTest(name = "{0} = {1}")
+    @CsvSource({
+            "purchase.deadline, 0ms, purchase.deadline",
+            "purchase.deadline, soon, purchase.deadline",
+            "purchase.max-seats, 0, purchase.max-seats",
+            "payment.permits, -1, payment.permits",
+            "payment.max-wait, 5s, payment.max-wait",
+            "db.pool-size, 0, db.pool-size",
+            "outside.base-url, ftp://x, outside.base-url",
+            "purchase.hold-ttl, 0s, purchase.hold-ttl",
+    })
+    void aBadValueStopsStartUpNamingTheKey(String key, String value, String named) {
+        Config config = Config.just(ConfigSources.create(Map.of(key, value, "db.url", "jdbc:h2:mem:never-opened")),
+                                    ConfigSources.classpath("application.yaml"));
+
+        assertThatThrownBy(() -> Services.create(config))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining(named);
+    }
+}

@@ -1,0 +1,170 @@
+package lastseat.purchase;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import lastseat.payment.PaymentGateway;
+import lastseat.stubs.Ledger;
+import lastseat.support.Client;
+import lastseat.support.Invariants;
+import lastseat.support.TestApp;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.util.UUID;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.equalTo;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** One purchase over HTTP for each answer the API promises, with what each leaves behind. */
+class PurchaseTest {
+    private TestApp app;
+    private String event;
+
+    @BeforeEach
+    void setUp() {
+        app = TestApp.shared();
+        event = app.newEvent("A1", "A2", "A3");
+    }
+
+    @AfterEach
+    void invariantsHoldAndResourcesCameBack() {
+        Invariants.hold(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
+    @Test
+    void aBuyerGetsTheSeatTicketsAndOnePaymentCarryingThePurchaseKey() {
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(201);
+        JsonNode purchase = answer.json();
+        assertThat(purchase.path("state").asText()).isEqualTo("CONFIRMED");
+        assertThat(purchase.path("seats").toString()).isEqualTo("[\"A1\"]");
+        assertThat(purchase.path("amount").asText()).isEqualTo("40.00");
+        assertThat(purchase.path("tax").asText()).isEqualTo("4.00");
+        assertThat(purchase.path("total").asText()).isEqualTo("44.00");
+        assertThat(purchase.path("tickets")).hasSize(1);
+        assertThat(answer.header("Location")).isEqualTo("/purchases/" + purchase.path("id").asText());
+        String key = PaymentGateway.idempotencyKey(purchase.path("id").asText());
+        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")).withHeader("Idempotency-Key", equalTo(key)));
+        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        JsonNode inventory = app.client.event(event);
+        assertThat(inventory.path("sold").asInt()).isEqualTo(1);
+        assertThat(inventory.path("held").asInt()).isZero();
+        assertThat(app.db.count("SELECT COUNT(*) FROM outbox WHERE purchase_id = ? AND kind = 'confirmation-email'",
+                                purchase.path("id").asText())).as("confirmation email queued with the confirmation").isEqualTo(1);
+    }
+
+    @Test
+    void theTimelineShowsEveryStepWithItsStartAndEnd() {
+        String id = app.client.purchase(UUID.randomUUID().toString(), event, "A1").json().path("id").asText();
+
+        JsonNode purchase = app.client.get("/purchases/" + id).json();
+
+        assertThat(purchase.path("state").asText()).isEqualTo("CONFIRMED");
+        assertThat(purchase.path("timeline").findValuesAsText("step"))
+                .containsExactlyInAnyOrder("reserve", "fraud", "tax", "bulkhead", "payment", "confirm");
+        purchase.path("timeline").forEach(step -> {
+            assertThat(step.path("startedAt").asText()).isNotEmpty();
+            assertThat(step.path("endedAt").asText()).isNotEmpty();
+        });
+    }
+
+    @Test
+    void aTakenSeatIsRefusedByNameBeforeAnyOutsideCall() {
+        assertThat(app.client.purchase(UUID.randomUUID().toString(), event, "A1").status()).isEqualTo(201);
+        app.stubs.resetRequests();
+
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A2", "A1");
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(409);
+        assertThat(answer.header("Content-Type")).isEqualTo("application/problem+json");
+        assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:seats-taken");
+        assertThat(answer.json().path("seats").toString()).isEqualTo("[\"A1\"]");
+        assertThat(answer.json().path("detail").asText()).isEqualTo("A1 is already taken");
+        assertThat(app.stubs.getAllServeEvents()).as("no outside call for a refused reservation").isEmpty();
+        assertThat(app.client.event(event).path("available").asInt()).as("A2 was not kept").isEqualTo(2);
+    }
+
+    @Test
+    void aSoldOutQuantityIsRefusedBeforeAnyOutsideCall() {
+        assertThat(app.client.post("/purchases", UUID.randomUUID().toString(), quantityBody(2)).status()).isEqualTo(201);
+        app.stubs.resetRequests();
+
+        Client.Answer answer = app.client.post("/purchases", UUID.randomUUID().toString(), quantityBody(2));
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(409);
+        assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:sold-out");
+        assertThat(answer.json().path("available").asInt()).isEqualTo(1);
+        assertThat(app.stubs.getAllServeEvents()).isEmpty();
+        Invariants.nothingHeld(app, event);
+    }
+
+    @Test
+    void aFraudDeclineIs403AndReleasesTheSeatWithoutAPaymentCall() {
+        Client.Answer answer = app.client.post("/purchases", UUID.randomUUID().toString(),
+                                               Client.buyerBody(event, "fraudster", "tok_ok", "A1"));
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(403);
+        assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:fraud-declined");
+        app.stubs.verify(0, postRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(app.client.event(event).path("available").asInt()).isEqualTo(3);
+        assertThat(app.db.purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
+    }
+
+    @Test
+    void aDeclinedPaymentIs402AndReleasesTheSeatWithNothingCaptured() {
+        Client.Answer answer = app.client.post("/purchases", UUID.randomUUID().toString(),
+                                               Client.buyerBody(event, "bob", "tok_declined", "A1"));
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(402);
+        assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:payment-declined");
+        assertThat(Ledger.payments()).as("nothing captured").isEmpty();
+        assertThat(app.client.event(event).path("available").asInt()).isEqualTo(3);
+        assertThat(app.db.purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
+    }
+
+    @Test
+    void aDownTaxServiceIs503WithRetryAfterAndReleasesTheSeat() {
+        app.stubs.stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500)));
+
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(503);
+        assertThat(answer.header("Retry-After")).isEqualTo("1");
+        assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:check-unavailable");
+        assertThat(answer.json().path("service").asText()).isEqualTo("tax");
+        app.stubs.verify(0, postRequestedFor(urlPathEqualTo("/payments")));
+        Invariants.nothingHeld(app, event);
+    }
+
+    @Test
+    void anUnknownPaymentOutcomeIs202AndKeepsTheHoldWithExactlyOneCall() {
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                  .willReturn(aResponse().withStatus(201).withFixedDelay(1500).withTransformers("ledger")));
+
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
+        assertThat(answer.json().path("state").asText()).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(answer.elapsedMillis()).as("answered within the deadline + slack").isLessThan(800 + 150);
+        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        JsonNode inventory = app.client.event(event);
+        assertThat(inventory.path("held").asInt()).as("the hold stays while the payment is unknown").isEqualTo(1);
+        assertThat(Ledger.payments()).as("the provider did capture: only reconciliation may decide").hasSize(1);
+        assertThat(app.db.purchaseState(answer.json().path("id").asText())).isEqualTo("PAYMENT_UNKNOWN");
+    }
+
+    private String quantityBody(int quantity) {
+        return "{\"eventId\":\"" + event + "\",\"quantity\":" + quantity
+               + ",\"buyer\":{\"id\":\"ada\",\"email\":\"ada@example.com\"},\"paymentToken\":\"tok_ok\"}";
+    }
+
+    private String purchaseOf(String eventId) {
+        return app.db.strings("SELECT id FROM purchases WHERE event_id = ?", eventId).getFirst();
+    }
+}

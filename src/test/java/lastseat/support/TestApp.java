@@ -1,0 +1,112 @@
+package lastseat.support;
+
+import com.github.tomakehurst.wiremock.WireMockServer;
+import io.helidon.config.Config;
+import io.helidon.config.ConfigSources;
+import lastseat.Main;
+import lastseat.Services;
+import lastseat.stubs.InFlight;
+import lastseat.stubs.Ledger;
+import lastseat.stubs.LedgerAdmin;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.UUID;
+
+import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.wireMockConfig;
+
+/**
+ * A real lastseat: the Helidon server on a free port, H2 in a file under a temporary directory, and
+ * WireMock serving {@code wiremock/} with the ledger extension. {@link #shared()} is started once
+ * per test JVM and reused by every class that does not need its own settings.
+ */
+public final class TestApp implements AutoCloseable {
+    private static TestApp shared;
+
+    public final WireMockServer stubs;
+    public final Main.Running running;
+    public final Client client;
+    public final Db db;
+
+    private TestApp(WireMockServer stubs, Main.Running running, Path dataDir) {
+        this.stubs = stubs;
+        this.running = running;
+        this.client = new Client("http://127.0.0.1:" + running.port());
+        this.db = new Db(running.services().db());
+    }
+
+    public static synchronized TestApp shared() {
+        if (shared == null) {
+            shared = start(Map.of());
+            Runtime.getRuntime().addShutdownHook(new Thread(shared::close));
+        }
+        shared.resetStubs();
+        return shared;
+    }
+
+    /** Starts a separate app; {@code overrides} are configuration keys such as {@code purchase.deadline}. */
+    public static TestApp start(Map<String, String> overrides) {
+        WireMockServer stubs = new WireMockServer(wireMockConfig()
+                .dynamicPort()
+                .bindAddress("127.0.0.1")
+                .usingFilesUnderDirectory("wiremock")
+                .containerThreads(200)
+                .jettyAcceptQueueSize(1000)
+                .extensions(new Ledger(), new InFlight(), new LedgerAdmin()));
+        stubs.start();
+        Path dataDir;
+        try {
+            dataDir = Files.createTempDirectory("lastseat-test");
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        Map<String, String> settings = new HashMap<>();
+        settings.put("server.port", "0");
+        settings.put("server.host", "127.0.0.1");
+        settings.put("outside.base-url", "http://127.0.0.1:" + stubs.port());
+        settings.put("db.url", "jdbc:h2:file:" + dataDir.resolve("lastseat") + ";DEFAULT_LOCK_TIMEOUT=2000");
+        settings.putAll(overrides);
+        Config config = Config.just(ConfigSources.create(settings), ConfigSources.classpath("application.yaml"));
+        Main.Running running = Main.start(config);
+        TestApp app = new TestApp(stubs, running, dataDir);
+        app.warmUp();
+        return app;
+    }
+
+    public Services services() {
+        return running.services();
+    }
+
+    /** File stubs only, an empty journal and ledger. */
+    public void resetStubs() {
+        stubs.resetToDefaultMappings();
+        stubs.resetRequests();
+        Ledger.clear();
+        InFlight.reset();
+    }
+
+    public String newEvent(int capacity) {
+        return client.createEvent(capacity).path("id").asText();
+    }
+
+    public String newEvent(String... seats) {
+        return client.createEvent(seats).path("id").asText();
+    }
+
+    /** The first purchase loads many classes; run one before anything is timed. */
+    private void warmUp() {
+        String event = newEvent(1);
+        client.purchase(UUID.randomUUID().toString(), event, "1");
+        resetStubs();
+    }
+
+    @Override
+    public void close() {
+        running.close();
+        stubs.stop();
+    }
+}

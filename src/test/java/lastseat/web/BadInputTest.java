@@ -1,0 +1,122 @@
+package lastseat.web;
+
+import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.testing.junit5.ServerTest;
+import io.helidon.webserver.testing.junit5.SetUpRoute;
+import lastseat.Main;
+import lastseat.support.TestApp;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.util.UUID;
+import java.util.stream.Stream;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Bad input gets a clear problem and changes nothing: no purchase, no key, no seat, no outside call.
+ * Runs on a server built by {@code @ServerTest} from {@link Main#routing}, over the shared services.
+ */
+@ServerTest
+class BadInputTest {
+    private static final TestApp APP = TestApp.shared();
+    private static final String EVENT = APP.newEvent("A1", "A2", "A3", "A4", "A5");
+
+    private final URI uri;
+    private final HttpClient http = HttpClient.newHttpClient();
+
+    BadInputTest(URI uri) {
+        this.uri = uri;
+    }
+
+    @SetUpRoute
+    static void routing(HttpRouting.Builder routing) {
+        Main.routing(routing, APP.services());
+    }
+
+    @BeforeEach
+    void cleanStubs() {
+        APP.resetStubs();
+    }
+
+    static Stream<Arguments> badPurchases() {
+        String ok = "\"buyer\":{\"id\":\"ada\",\"email\":\"ada@example.com\"},\"paymentToken\":\"tok_ok\"";
+        return Stream.of(
+                Arguments.of("malformed JSON", "{\"eventId\":", 400, "malformed-json"),
+                Arguments.of("not an object", "[1,2]", 400, "malformed-json"),
+                Arguments.of("empty body", "", 400, "malformed-json"),
+                Arguments.of("unknown field", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"]," + ok + ",\"discount\":100}", 400, "unknown-field"),
+                Arguments.of("unknown event", "{\"eventId\":\"no-such-event\",\"seats\":[\"A1\"]," + ok + "}", 404, "unknown-event"),
+                Arguments.of("unknown seat", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"Z9\"]," + ok + "}", 400, "unknown-seats"),
+                Arguments.of("empty seat list", "{\"eventId\":\"" + EVENT + "\",\"seats\":[]," + ok + "}", 400, "invalid-field"),
+                Arguments.of("seat listed twice", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\",\"A1\"]," + ok + "}", 400, "invalid-field"),
+                Arguments.of("seats and quantity", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"quantity\":1," + ok + "}", 400, "invalid-field"),
+                Arguments.of("quantity 0", "{\"eventId\":\"" + EVENT + "\",\"quantity\":0," + ok + "}", 400, "invalid-quantity"),
+                Arguments.of("negative quantity", "{\"eventId\":\"" + EVENT + "\",\"quantity\":-3," + ok + "}", 400, "invalid-quantity"),
+                Arguments.of("quantity over capacity", "{\"eventId\":\"" + EVENT + "\",\"quantity\":6," + ok + "}", 400, "invalid-quantity"),
+                Arguments.of("absurd quantity", "{\"eventId\":\"" + EVENT + "\",\"quantity\":99999999999," + ok + "}", 400, "malformed-json"),
+                Arguments.of("quantity as text", "{\"eventId\":\"" + EVENT + "\",\"quantity\":\"2\"," + ok + "}", 400, "malformed-json"),
+                Arguments.of("no buyer", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"paymentToken\":\"tok_ok\"}", 400, "invalid-field"),
+                Arguments.of("bad email", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"a\",\"email\":\"nope\"},\"paymentToken\":\"t\"}", 400, "invalid-field"),
+                Arguments.of("body over the limit", "{\"eventId\":\"" + "x".repeat(20_000) + "\"}", 413, "body-too-large"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("badPurchases")
+    void aBadPurchaseGetsAProblemAndChangesNothing(String what, String body, int status, String kind) throws Exception {
+        long keysBefore = APP.db.count("SELECT COUNT(*) FROM idempotency_keys");
+        long purchasesBefore = APP.db.count("SELECT COUNT(*) FROM purchases");
+
+        HttpResponse<String> answer = http.send(HttpRequest.newBuilder(uri.resolve("/purchases"))
+                .header("Content-Type", "application/json")
+                .header("Idempotency-Key", UUID.randomUUID().toString())
+                .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8)).build(),
+                HttpResponse.BodyHandlers.ofString());
+
+        assertThat(answer.statusCode()).as(answer.body()).isEqualTo(status);
+        assertThat(answer.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        assertThat(answer.body()).contains("\"type\":\"urn:lastseat:problem:" + kind + "\"").contains("\"detail\":");
+        assertThat(APP.db.count("SELECT COUNT(*) FROM idempotency_keys")).isEqualTo(keysBefore);
+        assertThat(APP.db.count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
+        assertThat(APP.client.event(EVENT).path("available").asInt()).isEqualTo(5);
+        assertThat(APP.stubs.getAllServeEvents()).isEmpty();
+    }
+
+    static Stream<Arguments> badEvents() {
+        return Stream.of(
+                Arguments.of("no seats and no capacity", "{\"name\":\"x\",\"price\":\"1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("capacity 0", "{\"name\":\"x\",\"capacity\":0,\"price\":\"1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("capacity over the limit", "{\"name\":\"x\",\"capacity\":10000000,\"price\":\"1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("negative price", "{\"name\":\"x\",\"capacity\":2,\"price\":\"-1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("bad currency", "{\"name\":\"x\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"euro\"}"),
+                Arguments.of("duplicate seat", "{\"name\":\"x\",\"seats\":[\"A\",\"A\"],\"price\":\"1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("unknown field", "{\"name\":\"x\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"EUR\",\"vip\":true}"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("badEvents")
+    void aBadEventGets400AndCreatesNothing(String what, String body) throws Exception {
+        long eventsBefore = APP.db.count("SELECT COUNT(*) FROM events");
+
+        HttpResponse<String> answer = http.send(HttpRequest.newBuilder(uri.resolve("/events"))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+
+        assertThat(answer.statusCode()).as(answer.body()).isEqualTo(400);
+        assertThat(answer.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        assertThat(APP.db.count("SELECT COUNT(*) FROM events")).isEqualTo(eventsBefore);
+    }
+
+    @AfterEach
+    void poolConnectionsCameBack() {
+        lastseat.support.Invariants.resourcesCameBack(APP);
+    }
+}
