@@ -1,6 +1,7 @@
 package lastseat.inventory;
 
 import lastseat.db.Database;
+import lastseat.db.Sql;
 import lastseat.web.Problem;
 
 import java.math.BigDecimal;
@@ -162,20 +163,13 @@ public final class Inventory {
 
     /** HELD → SOLD for every seat of the purchase; false when they are not all still held by it. */
     public boolean sell(Connection c, String purchaseId, int seatCount) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(
-                "UPDATE seats SET state = 'SOLD' WHERE purchase_id = ? AND state = 'HELD'")) {
-            ps.setString(1, purchaseId);
-            return ps.executeUpdate() == seatCount;
-        }
+        return Sql.update(c, "UPDATE seats SET state = 'SOLD' WHERE purchase_id = ? AND state = 'HELD'", purchaseId) == seatCount;
     }
 
     /** HELD → AVAILABLE for every seat of the purchase: capacity comes back once, with the transition. */
     public int giveBack(Connection c, String purchaseId) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(
-                "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ? AND state = 'HELD'")) {
-            ps.setString(1, purchaseId);
-            return ps.executeUpdate();
-        }
+        return Sql.update(c, "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ? AND state = 'HELD'",
+                          purchaseId);
     }
 
     private sealed interface Claim {
@@ -299,15 +293,9 @@ public final class Inventory {
         List<String> taken = db.read(c -> {
             List<String> labels = new ArrayList<>();
             for (SeatPosition seat : positions(c, order.eventId(), order.seats())) {
-                try (PreparedStatement ps = c.prepareStatement(
-                        "SELECT state FROM seats WHERE event_id = ? AND label = ?")) {
-                    ps.setString(1, order.eventId());
-                    ps.setString(2, seat.label());
-                    try (ResultSet rs = ps.executeQuery()) {
-                        if (rs.next() && !"AVAILABLE".equals(rs.getString(1))) {
-                            labels.add(seat.label());
-                        }
-                    }
+                if (!Sql.list(c, "SELECT label FROM seats WHERE event_id = ? AND label = ? AND state <> 'AVAILABLE'",
+                              rs -> rs.getString(1), order.eventId(), seat.label()).isEmpty()) {
+                    labels.add(seat.label());
                 }
             }
             return labels;
@@ -345,30 +333,16 @@ public final class Inventory {
         for (SeatState state : SeatState.values()) {
             counts.put(state, 0);
         }
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT state, COUNT(*) FROM seats WHERE event_id = ? GROUP BY state")) {
-            ps.setString(1, eventId);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    counts.put(SeatState.valueOf(rs.getString(1)), rs.getInt(2));
-                }
-            }
+        for (var row : Sql.list(c, "SELECT state, COUNT(*) FROM seats WHERE event_id = ? GROUP BY state",
+                                rs -> Map.entry(SeatState.valueOf(rs.getString(1)), rs.getInt(2)), eventId)) {
+            counts.put(row.getKey(), row.getValue());
         }
         return counts;
     }
 
     private static List<EventView.SeatView> seats(Connection c, String eventId) throws SQLException {
-        List<EventView.SeatView> seats = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT label, state FROM seats WHERE event_id = ? ORDER BY position")) {
-            ps.setString(1, eventId);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    seats.add(new EventView.SeatView(rs.getString(1), rs.getString(2)));
-                }
-            }
-        }
-        return seats;
+        return Sql.list(c, "SELECT label, state FROM seats WHERE event_id = ? ORDER BY position",
+                        rs -> new EventView.SeatView(rs.getString(1), rs.getString(2)), eventId);
     }
 
     private OffsetDateTime now() {

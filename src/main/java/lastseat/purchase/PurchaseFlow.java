@@ -15,6 +15,8 @@ import lastseat.work.DeadlinePassed;
 import lastseat.work.Timeline;
 
 import java.time.Duration;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * One purchase, the five steps of DESIGN.md: reserve, check, pay, confirm, and release on every
@@ -26,6 +28,7 @@ import java.time.Duration;
  * never interrupted by a deadline, so it always records the outcome.
  */
 public final class PurchaseFlow {
+    private static final Logger LOG = Logger.getLogger(PurchaseFlow.class.getName());
     private final Inventory inventory;
     private final Checks checks;
     private final PaymentGateway payments;
@@ -53,7 +56,7 @@ public final class PurchaseFlow {
         Hold hold = reserve(order, timeline);                                                 // 1. reserve
         Quote quote = check(hold, deadline, timeline);                                        // 2. check
         Charge charge = payments.charge(paymentOrder(hold, quote), deadline, timeline);       // 3. pay
-        return settle(hold, charge, timeline);                                                // 4. confirm, 5. release
+        return settle(hold, quote, charge, timeline);                                         // 4. confirm, 5. release
     }
 
     private Hold reserve(Order order, Timeline timeline) {
@@ -82,10 +85,10 @@ public final class PurchaseFlow {
         return new PaymentOrder(hold.purchaseId(), hold.amount().add(quote.tax()), hold.currency(), hold.paymentToken());
     }
 
-    private Outcome settle(Hold hold, Charge charge, Timeline timeline) {
+    private Outcome settle(Hold hold, Quote quote, Charge charge, Timeline timeline) {
         return switch (charge) {
-            case Charge.Captured captured -> new Outcome(purchases.confirm(hold, captured.paymentId(), timeline), true);
-            case Charge.Unknown unknown -> Outcome.pending(purchases.markUnknown(hold, unknown.reason(), timeline));
+            case Charge.Captured captured -> confirm(hold, quote, captured.paymentId(), timeline);
+            case Charge.Unknown unknown -> pending(hold, quote, unknown.reason(), timeline);
             case Charge.Declined declined -> {
                 purchases.release(hold, PurchaseState.PAYING, "payment declined", timeline);
                 throw new PaymentDeclined(declined.reason());
@@ -101,6 +104,31 @@ public final class PurchaseFlow {
                         "The payment could not be attempted: " + notSent.reason(), retryAfter());
             }
         };
+    }
+
+    /**
+     * Once money may have moved, no failure may escape as an error a client would retry with a new
+     * key (a second purchase, a second charge): a confirmation that cannot be written leaves the
+     * purchase pending, for the provider to be asked again.
+     */
+    private Outcome confirm(Hold hold, Quote quote, String paymentId, Timeline timeline) {
+        try {
+            return new Outcome(purchases.confirm(hold, paymentId, timeline), true);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged (" + paymentId
+                                   + ") but could not be confirmed; it stays pending", e);
+            return pending(hold, quote, "charged as " + paymentId + " but not confirmed: " + e.getMessage(), timeline);
+        }
+    }
+
+    private Outcome pending(Hold hold, Quote quote, String reason, Timeline timeline) {
+        try {
+            return Outcome.pending(purchases.markUnknown(hold, reason, timeline));
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " could not be marked PAYMENT_UNKNOWN; "
+                                   + "it stays as it is", e);
+            return Outcome.pending(PurchaseView.pending(hold, quote));
+        }
     }
 
     private Duration retryAfter() {

@@ -26,7 +26,10 @@ import java.util.logging.Logger;
  */
 public final class PurchaseRoutes {
     private static final Logger LOG = Logger.getLogger(PurchaseRoutes.class.getName());
-    /** Answers a retry should not replay: nothing was charged and the hold is gone, so run again. */
+    /**
+     * Answers a retry should not replay: nothing was charged, so the key is let go and a retry runs
+     * again. (The flow never lets a failure escape once a payment may have left; see PurchaseFlow.)
+     */
     private static final Set<Integer> RETRYABLE = Set.of(500, 503, 504);
 
     private final PurchaseFlow flow;
@@ -64,7 +67,17 @@ public final class PurchaseRoutes {
                 replay.reply().send(response);
             }
             case IdempotencyKeys.Claim.Fresh fresh -> {
-                Reply reply = run(order, deadline);
+                Reply reply;
+                try {
+                    reply = run(order, deadline);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    metrics.outcome(503);
+                    // The payment may have left: the key stays in flight so that no retry starts a second purchase.
+                    Reply.problem(new Problem(503, "shutting-down", "Shutting down",
+                            "The server is stopping; the purchase is left for recovery to finish"), "/purchases").send(response);
+                    return;
+                }
                 if (RETRYABLE.contains(reply.status())) {
                     keys.forget(key);
                 } else {
@@ -75,7 +88,7 @@ public final class PurchaseRoutes {
         }
     }
 
-    private Reply run(Order order, Deadline deadline) {
+    private Reply run(Order order, Deadline deadline) throws InterruptedException {
         try {
             PurchaseFlow.Outcome outcome = flow.purchase(order, deadline);
             metrics.outcome(outcome.confirmed() ? 201 : 202);
@@ -84,16 +97,11 @@ public final class PurchaseRoutes {
         } catch (Problem problem) {
             metrics.outcome(problem.status());
             return Reply.problem(problem, "/purchases");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            metrics.outcome(503);
-            return Reply.problem(new Problem(503, "shutting-down", "Shutting down",
-                    "The server is stopping; the purchase was left for recovery to finish"), "/purchases");
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "purchase failed", e);
             metrics.outcome(500);
             return Reply.problem(new Problem(500, "internal", "Internal error",
-                    "The purchase failed unexpectedly; nothing was charged twice, try again"), "/purchases");
+                    "The purchase failed unexpectedly before any payment; nothing was charged, try again"), "/purchases");
         }
     }
 

@@ -2,6 +2,9 @@ package lastseat.purchase;
 
 import com.fasterxml.jackson.annotation.JsonInclude;
 
+import lastseat.checks.Quote;
+import lastseat.inventory.Hold;
+
 import java.util.List;
 
 /**
@@ -17,6 +20,13 @@ public record PurchaseView(String id, String state, String eventId, List<String>
     }
 
     public record Step(String step, String startedAt, String endedAt, String outcome) {
+    }
+
+    /** What is known without the database: the hold and the quote; the state is PAYMENT_UNKNOWN. */
+    static PurchaseView pending(Hold hold, Quote quote) {
+        return new PurchaseView(hold.purchaseId(), PurchaseState.PAYMENT_UNKNOWN.name(), hold.eventId(), hold.seats(),
+                hold.amount().toPlainString(), quote.tax().toPlainString(), hold.amount().add(quote.tax()).toPlainString(),
+                hold.currency(), List.of(), null, hold.expiresAt().toString(), null);
     }
 
     PurchaseView withoutTimeline() {

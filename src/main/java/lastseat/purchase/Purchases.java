@@ -2,6 +2,7 @@ package lastseat.purchase;
 
 import lastseat.checks.Quote;
 import lastseat.db.Database;
+import lastseat.db.Sql;
 import lastseat.inventory.Hold;
 import lastseat.inventory.Inventory;
 import lastseat.outbox.Outbox;
@@ -48,13 +49,9 @@ public final class Purchases {
     /** HELD → PAYING, recording the tax: from here on the payment request may leave. */
     void markPaying(Hold hold, Quote quote) {
         db.inTransaction(c -> {
-            try (PreparedStatement ps = c.prepareStatement(
-                    "UPDATE purchases SET state = 'PAYING', tax = ?, updated_at = ? WHERE id = ? AND state = 'HELD'")) {
-                ps.setBigDecimal(1, quote.tax());
-                ps.setObject(2, now());
-                ps.setString(3, hold.purchaseId());
-                refuseIfNone(ps.executeUpdate(), hold.purchaseId(), PurchaseState.HELD, PurchaseState.PAYING);
-            }
+            int rows = Sql.update(c, "UPDATE purchases SET state = 'PAYING', tax = ?, updated_at = ? WHERE id = ? AND state = 'HELD'",
+                                  quote.tax(), now(), hold.purchaseId());
+            refuseIfNone(rows, hold.purchaseId(), PurchaseState.HELD, PurchaseState.PAYING);
             return null;
         });
     }
@@ -125,17 +122,11 @@ public final class Purchases {
 
     private void move(Connection c, String id, PurchaseState from, PurchaseState to, String paymentId, String reason)
             throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(
-                "UPDATE purchases SET state = ?, payment_id = COALESCE(?, payment_id), reason = COALESCE(?, reason), "
-                + "updated_at = ? WHERE id = ? AND state = ?")) {
-            ps.setString(1, to.name());
-            ps.setString(2, paymentId);
-            ps.setString(3, reason == null ? null : reason.length() > 300 ? reason.substring(0, 300) : reason);
-            ps.setObject(4, now());
-            ps.setString(5, id);
-            ps.setString(6, from.name());
-            refuseIfNone(ps.executeUpdate(), id, from, to);
-        }
+        int rows = Sql.update(c, "UPDATE purchases SET state = ?, payment_id = COALESCE(?, payment_id), "
+                                 + "reason = COALESCE(?, reason), updated_at = ? WHERE id = ? AND state = ?",
+                              to.name(), paymentId, reason == null || reason.length() <= 300 ? reason : reason.substring(0, 300),
+                              now(), id, from.name());
+        refuseIfNone(rows, id, from, to);
     }
 
     private static void refuseIfNone(int rows, String id, PurchaseState from, PurchaseState to) {
@@ -198,49 +189,24 @@ public final class Purchases {
     }
 
     private static List<String> seats(Connection c, String id) throws SQLException {
-        List<String> seats = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT ps.label FROM purchase_seats ps JOIN seats s ON s.event_id = ps.event_id AND s.label = ps.label "
-                + "WHERE ps.purchase_id = ? ORDER BY s.position")) {
-            ps.setString(1, id);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    seats.add(rs.getString(1));
-                }
-            }
-        }
-        return seats;
+        return Sql.list(c, "SELECT ps.label FROM purchase_seats ps JOIN seats s ON s.event_id = ps.event_id AND s.label = ps.label "
+                           + "WHERE ps.purchase_id = ? ORDER BY s.position", rs -> rs.getString(1), id);
     }
 
     private static List<PurchaseView.Ticket> tickets(Connection c, String id) throws SQLException {
-        List<PurchaseView.Ticket> tickets = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT t.id, t.label FROM tickets t JOIN seats s ON s.event_id = t.event_id AND s.label = t.label "
-                + "WHERE t.purchase_id = ? ORDER BY s.position")) {
-            ps.setString(1, id);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    tickets.add(new PurchaseView.Ticket(rs.getString(1), rs.getString(2)));
-                }
-            }
-        }
-        return tickets;
+        return Sql.list(c, "SELECT t.id, t.label FROM tickets t JOIN seats s ON s.event_id = t.event_id AND s.label = t.label "
+                           + "WHERE t.purchase_id = ? ORDER BY s.position",
+                        rs -> new PurchaseView.Ticket(rs.getString(1), rs.getString(2)), id);
     }
 
     private static List<PurchaseView.Step> steps(Connection c, String id) throws SQLException {
-        List<PurchaseView.Step> steps = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT step, started_at, ended_at, outcome FROM purchase_steps WHERE purchase_id = ? ORDER BY seq")) {
-            ps.setString(1, id);
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    OffsetDateTime ended = rs.getObject(3, OffsetDateTime.class);
-                    steps.add(new PurchaseView.Step(rs.getString(1), rs.getObject(2, OffsetDateTime.class).toInstant().toString(),
-                            ended == null ? null : ended.toInstant().toString(), rs.getString(4)));
-                }
-            }
-        }
-        return steps;
+        return Sql.list(c, "SELECT step, started_at, ended_at, outcome FROM purchase_steps WHERE purchase_id = ? ORDER BY seq",
+                        rs -> new PurchaseView.Step(rs.getString(1), instant(rs, 2), instant(rs, 3), rs.getString(4)), id);
+    }
+
+    private static String instant(ResultSet rs, int column) throws SQLException {
+        OffsetDateTime value = rs.getObject(column, OffsetDateTime.class);
+        return value == null ? null : value.toInstant().toString();
     }
 
     private OffsetDateTime now() {

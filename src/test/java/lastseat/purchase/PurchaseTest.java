@@ -143,6 +143,19 @@ class PurchaseTest {
     }
 
     @Test
+    void aPaymentRequestTheProviderRefusesIs502AndReleasesTheSeat() {
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(422)));
+
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(502);
+        assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:payment-refused");
+        assertThat(Ledger.payments()).isEmpty();
+        Invariants.nothingHeld(app, event);
+        assertThat(app.db.purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
+    }
+
+    @Test
     void anUnknownPaymentOutcomeIs202AndKeepsTheHoldWithExactlyOneCall() {
         app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
                                   .willReturn(aResponse().withStatus(201).withFixedDelay(1500).withTransformers("ledger")));
@@ -157,6 +170,31 @@ class PurchaseTest {
         assertThat(inventory.path("held").asInt()).as("the hold stays while the payment is unknown").isEqualTo(1);
         assertThat(Ledger.payments()).as("the provider did capture: only reconciliation may decide").hasSize(1);
         assertThat(app.db.purchaseState(answer.json().path("id").asText())).isEqualTo("PAYMENT_UNKNOWN");
+    }
+
+    @Test
+    void aChargeWhoseConfirmationIsRefusedIsAnswered202AndNeverChargedAgain() throws Exception {
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                  .willReturn(aResponse().withStatus(201).withFixedDelay(400).withTransformers("ledger")));
+        String key = UUID.randomUUID().toString();
+        var meddler = java.util.concurrent.CompletableFuture.runAsync(() -> {
+            // Somebody else moves the purchase while its payment is under way (as a sweeper or a cancel could).
+            while (app.db.count("SELECT COUNT(*) FROM purchases WHERE event_id = ? AND state = 'PAYING'", event) == 0) {
+                Thread.onSpinWait();
+            }
+            app.services().db().read(c -> lastseat.db.Sql.update(c,
+                    "UPDATE purchases SET state = 'PAYMENT_UNKNOWN' WHERE event_id = ? AND state = 'PAYING'", event));
+        });
+
+        Client.Answer answer = app.client.purchase(key, event, "A1");
+        meddler.get();
+        Client.Answer retry = app.client.purchase(key, event, "A1");
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
+        assertThat(answer.json().path("state").asText()).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(retry.raw()).as("the retry is the same answer, not a second purchase").isEqualTo(answer.raw());
+        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(app.client.event(event).path("held").asInt()).as("the seat stays held for reconciliation").isEqualTo(1);
     }
 
     private String quantityBody(int quantity) {

@@ -90,6 +90,20 @@ class BadInputTest {
         assertThat(APP.stubs.getAllServeEvents()).isEmpty();
     }
 
+    @org.junit.jupiter.api.Test
+    void aBodyThatIsNotJsonIs415AndChangesNothing() throws Exception {
+        long purchasesBefore = APP.db.count("SELECT COUNT(*) FROM purchases");
+
+        HttpResponse<String> answer = http.send(HttpRequest.newBuilder(uri.resolve("/purchases"))
+                .header("Content-Type", "text/plain")
+                .header("Idempotency-Key", UUID.randomUUID().toString())
+                .POST(HttpRequest.BodyPublishers.ofString("A1 please")).build(), HttpResponse.BodyHandlers.ofString());
+
+        assertThat(answer.statusCode()).as(answer.body()).isEqualTo(415);
+        assertThat(answer.body()).contains("urn:lastseat:problem:unsupported-media-type");
+        assertThat(APP.db.count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
+    }
+
     static Stream<Arguments> badEvents() {
         return Stream.of(
                 Arguments.of("no seats and no capacity", "{\"name\":\"x\",\"price\":\"1.00\",\"currency\":\"EUR\"}"),
