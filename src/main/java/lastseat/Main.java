@@ -11,6 +11,7 @@ import io.helidon.health.HealthCheckResponse;
 import io.helidon.health.HealthCheckType;
 import io.helidon.logging.common.LogConfig;
 import io.helidon.metrics.api.Gauge;
+import io.helidon.metrics.api.Meter;
 import io.helidon.metrics.api.Metrics;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
@@ -44,7 +45,7 @@ public final class Main {
     }
 
     /** A started server and what it serves; closing stops the server, then the pool. */
-    public record Running(WebServer server, Services services) implements AutoCloseable {
+    public record Running(WebServer server, Services services, List<Meter> gauges) implements AutoCloseable {
         public int port() {
             return server.port();
         }
@@ -52,17 +53,19 @@ public final class Main {
         @Override
         public void close() {
             server.stop();
+            gauges.forEach(Metrics.globalRegistry()::remove);
             services.close();
         }
     }
 
     public static Running start(Config config) {
         Services services = Services.create(config);
+        List<Meter> gauges = List.of();
         try {
             if (config.get("demo.create-event").asBoolean().orElse(false)) {
                 createDemoEvent(services);
             }
-            registerGauges(services);
+            gauges = registerGauges(services);
             WebServer server = WebServer.builder()
                     .config(config.get("server"))
                     .directHandlers(handlers -> handlers.addHandler(DirectHandler.EventType.BAD_REQUEST, Main::transportError))
@@ -73,8 +76,9 @@ public final class Main {
                     .routing(routing -> routing(routing, services))
                     .build()
                     .start();
-            return new Running(server, services);
+            return new Running(server, services, gauges);
         } catch (RuntimeException e) {
+            gauges.forEach(Metrics.globalRegistry()::remove);
             services.close();
             throw e;
         }
@@ -136,8 +140,8 @@ public final class Main {
             @Override
             public HealthCheckResponse call() {
                 try {
-                    services.db().read(c -> c.isValid(1));
-                    return HealthCheckResponse.builder().status(true)
+                    boolean valid = services.db().read(c -> c.isValid(1));
+                    return HealthCheckResponse.builder().status(valid)
                             .detail("activeConnections", services.db().activeConnections())
                             .detail("poolSize", services.db().poolSize())
                             .build();
@@ -148,11 +152,15 @@ public final class Main {
         };
     }
 
-    private static void registerGauges(Services services) {
+    /** Gauges that read this process's bulkhead and pool; removed again when the server stops. */
+    private static List<Meter> registerGauges(Services services) {
         var registry = Metrics.globalRegistry();
-        registry.getOrCreate(Gauge.builder("lastseat.payment.bulkhead.available", services.payments(),
-                                           p -> p.availablePermits()));
-        registry.getOrCreate(Gauge.builder("lastseat.db.pool.active", services.db(), db -> db.activeConnections()));
+        return List.of(
+                registry.getOrCreate(Gauge.builder("lastseat.payment.bulkhead.available", services.payments(),
+                                                   p -> p.availablePermits())
+                                             .description("Free payment bulkhead permits")),
+                registry.getOrCreate(Gauge.builder("lastseat.db.pool.active", services.db(), db -> db.activeConnections())
+                                             .description("Database connections in use")));
     }
 
     private static void createDemoEvent(Services services) {

@@ -19,7 +19,10 @@ class ConfigTest {
             "purchase.max-seats, 0, purchase.max-seats",
             "payment.permits, -1, payment.permits",
             "payment.max-wait, 5s, payment.max-wait",
-            "db.pool-size, 0, db.pool-size",
+            "db.pool-size, 1, db.pool-size",
+            "db.lock-timeout, 0ms, db.lock-timeout",
+            "payment.path, payments, payment.path",
+            "outside.deadline-backstop, 1h, outside.deadline-backstop",
             "outside.base-url, ftp://x, outside.base-url",
             "purchase.hold-ttl, 0s, purchase.hold-ttl",
     })

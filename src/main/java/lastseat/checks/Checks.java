@@ -23,6 +23,8 @@ import java.util.Map;
  * call, whose HTTP exchange is cancelled, and waits for it before throwing.
  */
 public final class Checks {
+    /** What a DECIMAL(12,2) column can hold; a larger quote is nonsense, not a tax. */
+    private static final BigDecimal MAX_TAX = new BigDecimal("1000000000");
     private final OutsideHttp http;
     private final ChecksConfig config;
 
@@ -62,10 +64,10 @@ public final class Checks {
         try {
             BigDecimal tax = new BigDecimal(answer.path("tax").asText());
             String currency = answer.path("currency").asText();
-            if (tax.signum() < 0 || tax.scale() > 2 || !hold.currency().equals(currency)) {
+            if (tax.signum() < 0 || tax.scale() > 2 || tax.compareTo(MAX_TAX) >= 0 || !hold.currency().equals(currency)) {
                 throw unavailable("tax", "the quote " + tax + " " + currency + " is not usable", null);
             }
-            return new Quote(tax, currency);
+            return new Quote(tax.setScale(2), currency);
         } catch (NumberFormatException e) {
             throw unavailable("tax", "the answer has no tax amount", e);
         }
@@ -74,7 +76,7 @@ public final class Checks {
     private JsonNode call(String service, String path, Object body, Deadline deadline) throws InterruptedException {
         OutsideHttp.Answer answer;
         try {
-            answer = http.postJson(http.uri(path), Json.text(body), Map.of(), deadline.callTimeout());
+            answer = http.postJson(http.uri(path), Json.text(body), Map.of(), deadline);
         } catch (IOException e) {
             throw unavailable(service, e.getClass().getSimpleName() + (e.getMessage() == null ? "" : " " + e.getMessage()), e);
         }

@@ -11,8 +11,8 @@ public record ChecksConfig(String fraudPath, String taxPath, Duration retryAfter
     public static ChecksConfig from(Config config) {
         Config checks = config.get("checks");
         return new ChecksConfig(
-                Values.string(checks, "fraud-path", "/fraud/checks"),
-                Values.string(checks, "tax-path", "/tax/quotes"),
+                Values.path(checks, "fraud-path", "/fraud/checks"),
+                Values.path(checks, "tax-path", "/tax/quotes"),
                 Values.duration(config.get("purchase"), "retry-after", Duration.ofSeconds(1), Duration.ofMinutes(10)));
     }
 }

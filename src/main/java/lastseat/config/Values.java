@@ -35,6 +35,15 @@ public final class Values {
         return config.get(key).asString().orElse(fallback);
     }
 
+    /** A URL path: starts with '/', no spaces, no query. */
+    public static String path(Config config, String key, String fallback) {
+        String path = config.get(key).asString().orElse(fallback);
+        if (!path.matches("/[A-Za-z0-9/._~-]*")) {
+            throw new IllegalStateException("Configuration " + name(config, key) + " must be a path starting with '/', got '" + path + "'");
+        }
+        return path;
+    }
+
     public static boolean flag(Config config, String key, boolean fallback) {
         return config.get(key).asBoolean().orElse(fallback);
     }

@@ -32,6 +32,7 @@ public final class Database implements AutoCloseable {
         hikari.setMinimumIdle(Math.min(2, config.poolSize()));
         hikari.setConnectionTimeout(config.connectionTimeout().toMillis());
         hikari.setAutoCommit(true);
+        hikari.setConnectionInitSql(lockTimeoutSql(config));
         HikariDataSource pool = new HikariDataSource(hikari);
         try {
             Flyway.configure().dataSource(pool).locations("classpath:db/migration").load().migrate();
@@ -40,6 +41,18 @@ public final class Database implements AutoCloseable {
             throw e;
         }
         return new Database(pool);
+    }
+
+    /** Each database says it its own way; an unknown one is left with its default. */
+    private static String lockTimeoutSql(DbConfig config) {
+        long millis = config.lockTimeout().toMillis();
+        if (config.url().startsWith("jdbc:postgresql:")) {
+            return "SET lock_timeout = " + millis;
+        }
+        if (config.url().startsWith("jdbc:h2:")) {
+            return "SET LOCK_TIMEOUT " + millis;
+        }
+        return null;
     }
 
     /** Runs {@code work} in one transaction: commit when it returns, roll back when it throws. */

@@ -1,5 +1,7 @@
 package lastseat.outside;
 
+import lastseat.work.Deadline;
+
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -39,6 +41,12 @@ public final class OutsideHttp {
 
     public URI uri(String path) {
         return URI.create(config.baseUrl() + path);
+    }
+
+    /** POSTs JSON within the deadline (see {@link OutsideConfig} for the backstop). */
+    public Answer postJson(URI uri, String json, Map<String, String> headers, Deadline deadline)
+            throws IOException, InterruptedException {
+        return postJson(uri, json, headers, deadline.remaining().plus(config.deadlineBackstop()));
     }
 
     /** POSTs JSON and waits at most {@code timeout} (itself capped by the configured call timeout). */

@@ -19,8 +19,16 @@ public sealed interface Charge {
     record Rejected(int status) implements Charge {
     }
 
-    /** No request reached the provider (no permit in time, connection refused): nothing was charged. */
-    record NotSent(String reason, boolean capacityFull) implements Charge {
+    /** No request reached the provider: nothing was charged. */
+    record NotSent(Why why, String reason) implements Charge {
+        public enum Why {
+            /** No bulkhead permit in time, or too little time left to use one. */
+            CAPACITY,
+            /** The deadline had passed before the payment could start. */
+            DEADLINE,
+            /** The provider could not be reached. */
+            UNREACHABLE
+        }
     }
 
     /** The request was sent and no clear answer came back (timeout, reset, 5xx, garbage). */

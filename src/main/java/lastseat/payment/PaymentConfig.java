@@ -11,14 +11,13 @@ import java.time.Duration;
  * a permit obtained with less than {@code minCallTime} left is given back unused rather than
  * starting a call that can only end as an unknown outcome.
  */
-public record PaymentConfig(String path, String statusPath, int permits, Duration maxWait, Duration minCallTime,
+public record PaymentConfig(String path, int permits, Duration maxWait, Duration minCallTime,
                             Duration retryAfter) {
 
     public static PaymentConfig from(Config config) {
         Config payment = config.get("payment");
         return new PaymentConfig(
-                Values.string(payment, "path", "/payments"),
-                Values.string(payment, "status-path", "/payments"),
+                Values.path(payment, "path", "/payments"),
                 Values.integer(payment, "permits", 1, 1000),
                 Values.duration(payment, "max-wait", Duration.ZERO, Duration.ofMinutes(1)),
                 Values.duration(payment, "min-call-time", Duration.ZERO, Duration.ofSeconds(10)),

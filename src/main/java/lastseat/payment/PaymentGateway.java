@@ -59,6 +59,9 @@ public final class PaymentGateway {
     }
 
     public Charge charge(PaymentOrder order, Deadline deadline, Timeline timeline) throws InterruptedException {
+        if (deadline.passed()) {
+            return new Charge.NotSent(Charge.NotSent.Why.DEADLINE, "the deadline passed before the payment");
+        }
         AtomicBoolean sent = new AtomicBoolean();
         try {
             return Scoped.within("payment-" + order.purchaseId(), deadline, () -> {
@@ -67,12 +70,12 @@ public final class PaymentGateway {
                     bulkhead.acquirePermission();
                 } catch (BulkheadFullException e) {
                     timeline.end(waiting, "full");
-                    return new Charge.NotSent("no payment permit within " + config.maxWait().toMillis() + " ms", true);
+                    return new Charge.NotSent(Charge.NotSent.Why.CAPACITY, "no payment permit within " + config.maxWait().toMillis() + " ms");
                 }
                 timeline.end(waiting, "permit");
                 try {
                     if (deadline.remaining().compareTo(config.minCallTime()) < 0) {
-                        return new Charge.NotSent("too little time left to call the provider", true);
+                        return new Charge.NotSent(Charge.NotSent.Why.CAPACITY, "too little time left to call the provider");
                     }
                     sent.set(true);
                     return timeline.step("payment", () -> post(order, deadline));
@@ -84,9 +87,9 @@ public final class PaymentGateway {
             timeline.endOpen("cancelled");
             return sent.get()
                     ? new Charge.Unknown("no answer from the provider before the deadline")
-                    : new Charge.NotSent("no payment permit before the deadline", true);
+                    : new Charge.NotSent(Charge.NotSent.Why.CAPACITY, "no payment permit before the deadline");
         } catch (RuntimeException e) {
-            return sent.get() ? new Charge.Unknown(e.toString()) : new Charge.NotSent(e.toString(), false);
+            return sent.get() ? new Charge.Unknown(e.toString()) : new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, e.toString());
         }
     }
 
@@ -99,9 +102,9 @@ public final class PaymentGateway {
         OutsideHttp.Answer answer;
         try {
             answer = http.postJson(http.uri(config.path()), Json.text(body),
-                                   Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), deadline.callTimeout());
+                                   Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), deadline);
         } catch (ConnectException | HttpConnectTimeoutException e) {
-            return new Charge.NotSent("could not connect to the provider", false);
+            return new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, "could not connect to the provider");
         } catch (IOException e) {
             return new Charge.Unknown(e.getClass().getSimpleName() + " " + e.getMessage());
         }

@@ -14,7 +14,7 @@ import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
 import lastseat.work.Timeline;
 
-import java.time.Duration;
+import java.util.List;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -62,7 +62,7 @@ public final class PurchaseFlow {
     private Hold reserve(Order order, Timeline timeline) {
         int step = timeline.start("reserve");
         Hold hold = inventory.reserve(order);
-        timeline.end(step, "held " + String.join(",", hold.seats()));
+        timeline.end(step, "held " + hold.seats().size() + (hold.seats().size() == 1 ? " seat" : " seats"));
         return hold;
     }
 
@@ -73,11 +73,10 @@ public final class PurchaseFlow {
             return quote;
         } catch (DeadlinePassed e) {
             timeline.endOpen("cancelled");
-            purchases.release(hold, PurchaseState.HELD, "deadline passed during the checks", timeline);
-            throw new DeadlineExceeded(config.deadline(), "fraud and tax checks");
+            throw release(hold, PurchaseState.HELD, "deadline passed during the checks", timeline,
+                          new DeadlineExceeded(config.deadline(), "during the fraud and tax checks"));
         } catch (RuntimeException e) {
-            purchases.release(hold, PurchaseState.HELD, e.getMessage(), timeline);
-            throw e;
+            throw release(hold, PurchaseState.HELD, e.getMessage(), timeline, e);
         }
     }
 
@@ -89,21 +88,38 @@ public final class PurchaseFlow {
         return switch (charge) {
             case Charge.Captured captured -> confirm(hold, quote, captured.paymentId(), timeline);
             case Charge.Unknown unknown -> pending(hold, quote, unknown.reason(), timeline);
-            case Charge.Declined declined -> {
-                purchases.release(hold, PurchaseState.PAYING, "payment declined", timeline);
-                throw new PaymentDeclined(declined.reason());
-            }
-            case Charge.Rejected rejected -> {
-                purchases.release(hold, PurchaseState.PAYING, "payment refused with " + rejected.status(), timeline);
-                throw new PaymentUnavailable(502, "payment-refused",
-                        "The payment provider refused the request (" + rejected.status() + ")", null);
-            }
-            case Charge.NotSent notSent -> {
-                purchases.release(hold, PurchaseState.PAYING, "payment not attempted: " + notSent.reason(), timeline);
-                throw new PaymentUnavailable(503, notSent.capacityFull() ? "payment-capacity-full" : "payment-unavailable",
-                        "The payment could not be attempted: " + notSent.reason(), retryAfter());
-            }
+            case Charge.Declined declined -> throw release(hold, PurchaseState.PAYING, "payment declined", timeline,
+                    new PaymentDeclined(declined.reason()));
+            case Charge.Rejected rejected -> throw release(hold, PurchaseState.PAYING,
+                    "payment refused with " + rejected.status(), timeline,
+                    new PaymentUnavailable(502, "payment-refused",
+                            "The payment provider refused the request (" + rejected.status() + ")", null));
+            case Charge.NotSent notSent -> throw release(hold, PurchaseState.PAYING,
+                    "payment not attempted: " + notSent.reason(), timeline, switch (notSent.why()) {
+                        case DEADLINE -> new DeadlineExceeded(config.deadline(), "before the payment could start");
+                        case CAPACITY -> new PaymentUnavailable(503, "payment-capacity-full",
+                                "The payment could not be attempted: " + notSent.reason(), config.retryAfter());
+                        case UNREACHABLE -> new PaymentUnavailable(503, "payment-unavailable",
+                                "The payment could not be attempted: " + notSent.reason(), config.retryAfter());
+                    });
         };
+    }
+
+    /**
+     * Releases the hold and returns {@code outcome} for the caller to throw. When the release itself
+     * fails, that failure is thrown instead (the buyer must not be told the seats came back), with the
+     * outcome attached as suppressed; nothing was charged on any path that releases.
+     */
+    private RuntimeException release(Hold hold, PurchaseState from, String reason, Timeline timeline, RuntimeException outcome) {
+        try {
+            purchases.release(hold, from, reason, timeline);
+            return outcome;
+        } catch (RuntimeException e) {
+            e.addSuppressed(outcome);
+            LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " could not be released (" + reason
+                                  + "); its hold stays until it expires", e);
+            return e;
+        }
     }
 
     /**
@@ -113,7 +129,7 @@ public final class PurchaseFlow {
      */
     private Outcome confirm(Hold hold, Quote quote, String paymentId, Timeline timeline) {
         try {
-            return new Outcome(purchases.confirm(hold, paymentId, timeline), true);
+            return new Outcome(purchases.confirm(hold, quote, paymentId, timeline), true);
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged (" + paymentId
                                    + ") but could not be confirmed; it stays pending", e);
@@ -123,15 +139,12 @@ public final class PurchaseFlow {
 
     private Outcome pending(Hold hold, Quote quote, String reason, Timeline timeline) {
         try {
-            return Outcome.pending(purchases.markUnknown(hold, reason, timeline));
+            return Outcome.pending(purchases.markUnknown(hold, quote, reason, timeline));
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " could not be marked PAYMENT_UNKNOWN; "
                                    + "it stays as it is", e);
-            return Outcome.pending(PurchaseView.pending(hold, quote));
+            return Outcome.pending(PurchaseView.of(hold, quote, PurchaseState.PAYMENT_UNKNOWN, List.of()));
         }
     }
 
-    private Duration retryAfter() {
-        return config.retryAfter();
-    }
 }

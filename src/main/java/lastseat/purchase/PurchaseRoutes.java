@@ -78,10 +78,16 @@ public final class PurchaseRoutes {
                             "The server is stopping; the purchase is left for recovery to finish"), "/purchases").send(response);
                     return;
                 }
-                if (RETRYABLE.contains(reply.status())) {
-                    keys.forget(key);
-                } else {
-                    keys.complete(key, reply);
+                try {
+                    if (RETRYABLE.contains(reply.status())) {
+                        keys.forget(key);
+                    } else {
+                        keys.complete(key, reply);
+                    }
+                } catch (RuntimeException e) {
+                    // The buyer still gets the real outcome; the key stays in flight, so a retry with it is
+                    // refused (409) rather than run again: it must not become a second purchase.
+                    LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
                 }
                 reply.send(response);
             }

@@ -22,14 +22,11 @@ public record PurchaseView(String id, String state, String eventId, List<String>
     public record Step(String step, String startedAt, String endedAt, String outcome) {
     }
 
-    /** What is known without the database: the hold and the quote; the state is PAYMENT_UNKNOWN. */
-    static PurchaseView pending(Hold hold, Quote quote) {
-        return new PurchaseView(hold.purchaseId(), PurchaseState.PAYMENT_UNKNOWN.name(), hold.eventId(), hold.seats(),
+    /** The answer to a purchase, from what the flow knows (the hold, the quote, the tickets it wrote). */
+    static PurchaseView of(Hold hold, Quote quote, PurchaseState state, List<Ticket> tickets) {
+        return new PurchaseView(hold.purchaseId(), state.name(), hold.eventId(), hold.seats(),
                 hold.amount().toPlainString(), quote.tax().toPlainString(), hold.amount().add(quote.tax()).toPlainString(),
-                hold.currency(), List.of(), null, hold.expiresAt().toString(), null);
+                hold.currency(), List.copyOf(tickets), null, hold.expiresAt().toString(), null);
     }
 
-    PurchaseView withoutTimeline() {
-        return new PurchaseView(id, state, eventId, seats, amount, tax, total, currency, tickets, reason, holdExpiresAt, null);
-    }
 }

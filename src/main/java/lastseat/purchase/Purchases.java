@@ -56,21 +56,30 @@ public final class Purchases {
         });
     }
 
-    /** PAYING → CONFIRMED: seats sold, tickets issued, the confirmation email queued, in one transaction. */
-    PurchaseView confirm(Hold hold, String paymentId, Timeline timeline) {
+    /**
+     * PAYING → CONFIRMED: seats sold, tickets issued, the confirmation email queued, in one
+     * transaction. The answer is built from what was written, not read back, so a failing read
+     * cannot make a confirmed purchase look pending.
+     */
+    PurchaseView confirm(Hold hold, Quote quote, String paymentId, Timeline timeline) {
         int step = timeline.start("confirm");
-        db.inTransaction(c -> {
-            move(c, hold.purchaseId(), PurchaseState.PAYING, PurchaseState.CONFIRMED, paymentId, null);
-            if (!inventory.sell(c, hold.purchaseId(), hold.seats().size())) {
-                throw new IllegalStateException("purchase " + hold.purchaseId() + " is PAYING but no longer holds all its seats");
-            }
-            List<PurchaseView.Ticket> tickets = issueTickets(c, hold);
-            Outbox.add(c, CONFIRMATION_EMAIL, hold.purchaseId(), confirmationEmail(hold, tickets), clock.instant());
-            timeline.end(step, "ok");
-            saveSteps(c, hold.purchaseId(), timeline);
-            return null;
-        });
-        return find(hold.purchaseId()).orElseThrow().withoutTimeline();
+        try {
+            List<PurchaseView.Ticket> tickets = db.inTransaction(c -> {
+                move(c, hold.purchaseId(), PurchaseState.PAYING, PurchaseState.CONFIRMED, paymentId, null);
+                if (!inventory.sell(c, hold.purchaseId(), hold.seats().size())) {
+                    throw new IllegalStateException("purchase " + hold.purchaseId() + " is PAYING but no longer holds all its seats");
+                }
+                List<PurchaseView.Ticket> issued = issueTickets(c, hold);
+                Outbox.add(c, CONFIRMATION_EMAIL, hold.purchaseId(), confirmationEmail(hold, issued), clock.instant());
+                timeline.end(step, "ok");
+                saveSteps(c, hold.purchaseId(), timeline);
+                return issued;
+            });
+            return PurchaseView.of(hold, quote, PurchaseState.CONFIRMED, tickets);
+        } catch (RuntimeException e) {
+            timeline.end(step, "failed: " + e.getMessage());
+            throw e;
+        }
     }
 
     /** HELD or PAYING → RELEASED: the seats come back, once. */
@@ -90,13 +99,13 @@ public final class Purchases {
     }
 
     /** PAYING → PAYMENT_UNKNOWN: the seats stay held until the provider is asked again. */
-    PurchaseView markUnknown(Hold hold, String reason, Timeline timeline) {
+    PurchaseView markUnknown(Hold hold, Quote quote, String reason, Timeline timeline) {
         db.inTransaction(c -> {
             move(c, hold.purchaseId(), PurchaseState.PAYING, PurchaseState.PAYMENT_UNKNOWN, null, reason);
             saveSteps(c, hold.purchaseId(), timeline);
             return null;
         });
-        return find(hold.purchaseId()).orElseThrow().withoutTimeline();
+        return PurchaseView.of(hold, quote, PurchaseState.PAYMENT_UNKNOWN, List.of());
     }
 
     public Optional<PurchaseView> find(String id) {

@@ -11,6 +11,7 @@ import java.util.concurrent.Callable;
  * shown by {@code GET /purchases/{id}}.
  */
 public final class Timeline {
+    public static final int MAX_OUTCOME = 200;
     private final List<Step> steps = new ArrayList<>();
 
     public record Step(String name, Instant startedAt, Instant endedAt, String outcome) {
@@ -37,9 +38,11 @@ public final class Timeline {
         return steps.size() - 1;
     }
 
+    /** Ends a step; the outcome is cut to {@value #MAX_OUTCOME} characters (it is stored). */
     public synchronized void end(int index, String outcome) {
         Step step = steps.get(index);
-        steps.set(index, new Step(step.name(), step.startedAt(), Instant.now(), outcome));
+        String text = outcome != null && outcome.length() > MAX_OUTCOME ? outcome.substring(0, MAX_OUTCOME) : outcome;
+        steps.set(index, new Step(step.name(), step.startedAt(), Instant.now(), text));
     }
 
     /** Ends every step still open, e.g. the subtask the deadline interrupted before it could. */
@@ -57,7 +60,6 @@ public final class Timeline {
 
     private static String outcomeOf(Exception e) {
         String message = e.getMessage();
-        String text = e.getClass().getSimpleName() + (message == null ? "" : ": " + message);
-        return text.length() > 200 ? text.substring(0, 200) : text;
+        return e.getClass().getSimpleName() + (message == null ? "" : ": " + message);
     }
 }

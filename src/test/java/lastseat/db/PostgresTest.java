@@ -73,6 +73,20 @@ class PostgresTest {
     }
 
     @Test
+    void aQuantityPurchaseTakesFreeSeatsInOrderOnPostgresql() {
+        String event = app.newEvent(5);
+        app.client.purchase(UUID.randomUUID().toString(), event, "1");
+
+        Client.Answer answer = app.client.post("/purchases", UUID.randomUUID().toString(), "{\"eventId\":\"" + event
+                + "\",\"quantity\":2,\"buyer\":{\"id\":\"ada\",\"email\":\"ada@example.com\"},\"paymentToken\":\"tok_ok\"}");
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(201);
+        assertThat(answer.json().path("seats").toString()).isEqualTo("[\"2\",\"3\"]");
+        Invariants.hold(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
+    @Test
     void lastSeatIsSoldOnceOnPostgresqlWhenFiftyBuyersArriveTogether() {
         String event = app.newEvent("A1");
 

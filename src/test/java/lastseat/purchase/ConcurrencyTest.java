@@ -35,6 +35,8 @@ class ConcurrencyTest {
 
         Map<Integer, Long> byStatus = countByStatus(answers);
         assertThat(byStatus).as(byStatus.toString()).containsEntry(201, 1L).containsEntry(409, 99L);
+        assertThat(answers.stream().filter(a -> a.status() == 409))
+                .allSatisfy(a -> assertThat(a.json().path("detail").asText()).isEqualTo("A1 is already taken"));
         assertThat(app.client.event(event).path("sold").asInt()).isEqualTo(1);
         Invariants.nothingHeld(app, event);
         Invariants.hold(app, event);

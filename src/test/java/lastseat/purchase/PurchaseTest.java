@@ -123,6 +123,7 @@ class PurchaseTest {
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(402);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:payment-declined");
+        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
         assertThat(Ledger.payments()).as("nothing captured").isEmpty();
         assertThat(app.client.event(event).path("available").asInt()).isEqualTo(3);
         assertThat(app.db.purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
@@ -179,7 +180,11 @@ class PurchaseTest {
         String key = UUID.randomUUID().toString();
         var meddler = java.util.concurrent.CompletableFuture.runAsync(() -> {
             // Somebody else moves the purchase while its payment is under way (as a sweeper or a cancel could).
+            long giveUp = System.nanoTime() + java.time.Duration.ofSeconds(5).toNanos();
             while (app.db.count("SELECT COUNT(*) FROM purchases WHERE event_id = ? AND state = 'PAYING'", event) == 0) {
+                if (System.nanoTime() > giveUp) {
+                    throw new AssertionError("the purchase never reached PAYING");
+                }
                 Thread.onSpinWait();
             }
             app.services().db().read(c -> lastseat.db.Sql.update(c,

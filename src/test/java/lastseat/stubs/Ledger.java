@@ -25,7 +25,7 @@ import java.util.regex.Pattern;
  * separately, so the ledger is static; {@code DELETE /__admin/ledger} empties it.
  */
 public final class Ledger implements ResponseDefinitionTransformerV2 {
-    public record Payment(String id, String key, String amount, String currency, String status) {
+    public record Payment(String id, String key, String purchaseId, String amount, String currency, String status) {
     }
 
     public record Delivery(String key, String body, int times) {
@@ -35,7 +35,7 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
     static final Map<String, Payment> REFUNDS = new ConcurrentHashMap<>();
     static final Map<String, Delivery> EMAILS = new ConcurrentHashMap<>();
     private static final AtomicInteger SEQUENCE = new AtomicInteger();
-    private static final Pattern FIELD = Pattern.compile("\"(amount|currency|paymentId)\"\\s*:\\s*\"([^\"]*)\"");
+    private static final Pattern FIELD = Pattern.compile("\"(amount|currency|paymentId|purchaseId)\"\\s*:\\s*\"([^\"]*)\"");
 
     @Override
     public String getName() {
@@ -87,7 +87,7 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
         }
         Map<String, String> fields = fields(request.getBodyAsString());
         Payment payment = PAYMENTS.computeIfAbsent(key, k -> new Payment("pay_" + SEQUENCE.incrementAndGet(), k,
-                fields.get("amount"), fields.get("currency"), "captured"));
+                fields.get("purchaseId"), fields.get("amount"), fields.get("currency"), "captured"));
         return answer(stub, 201, json(payment));
     }
 
@@ -105,7 +105,7 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
         }
         Map<String, String> fields = fields(request.getBodyAsString());
         Payment refund = REFUNDS.computeIfAbsent(key, k -> new Payment("ref_" + SEQUENCE.incrementAndGet(), k,
-                fields.get("amount"), fields.get("currency"), "refunded:" + fields.get("paymentId")));
+                fields.get("purchaseId"), fields.get("amount"), fields.get("currency"), "refunded:" + fields.get("paymentId")));
         return answer(stub, 201, json(refund));
     }
 
@@ -139,7 +139,8 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
     }
 
     static String json(Payment p) {
-        return "{\"id\":\"" + p.id() + "\",\"idempotencyKey\":\"" + p.key() + "\",\"amount\":\"" + p.amount()
+        return "{\"id\":\"" + p.id() + "\",\"idempotencyKey\":\"" + p.key() + "\",\"purchaseId\":\"" + p.purchaseId()
+               + "\",\"amount\":\"" + p.amount()
                + "\",\"currency\":\"" + p.currency() + "\",\"status\":\"" + p.status() + "\"}";
     }
 }

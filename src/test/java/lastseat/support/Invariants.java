@@ -4,9 +4,13 @@ import com.fasterxml.jackson.databind.JsonNode;
 import lastseat.payment.PaymentGateway;
 import lastseat.stubs.Ledger;
 
+import com.github.tomakehurst.wiremock.verification.LoggedRequest;
+
 import java.time.Duration;
 import java.util.List;
 
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
@@ -17,22 +21,26 @@ public final class Invariants {
     private Invariants() {
     }
 
-    /** I1, I2 and I3 for one event (no purchase of it may be PAYMENT_UNKNOWN). */
+    /**
+     * I1, I2 and I3 for one event: a confirmed purchase was captured exactly once, a released one
+     * never, an open one at most once; and every payment request for a purchase carried its one key.
+     */
     public static void hold(TestApp app, String eventId) {
         seatsAreConsistent(app, eventId);
-        List<String> confirmed = app.db.strings(
-                "SELECT id FROM purchases WHERE event_id = ? AND state = 'CONFIRMED'", eventId);
-        List<String> mayBeCharged = app.db.strings(
-                "SELECT id FROM purchases WHERE event_id = ? AND state IN ('CONFIRMED', 'REFUNDED', 'PAYMENT_UNKNOWN')", eventId);
-        List<String> all = app.db.strings("SELECT id FROM purchases WHERE event_id = ?", eventId);
-        for (String id : confirmed) {
-            assertThat(Ledger.payments()).as("I3: confirmed purchase %s was charged once", id)
-                    .filteredOn(p -> p.key().equals(PaymentGateway.idempotencyKey(id))).hasSize(1);
-        }
-        for (Ledger.Payment payment : Ledger.payments()) {
-            all.stream().filter(id -> payment.key().equals(PaymentGateway.idempotencyKey(id))).findFirst()
-                    .ifPresent(id -> assertThat(mayBeCharged).as("I3: purchase %s was charged, so it may not be released", id)
-                            .contains(id));
+        List<LoggedRequest> requests = app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments")));
+        for (String purchase : app.db.strings("SELECT id || ' ' || state FROM purchases WHERE event_id = ?", eventId)) {
+            String id = purchase.split(" ")[0];
+            String state = purchase.split(" ")[1];
+            long captures = Ledger.payments().stream().filter(p -> id.equals(p.purchaseId())).count();
+            switch (state) {
+                case "CONFIRMED", "REFUNDED" -> assertThat(captures).as("I3: %s purchase %s captured once", state, id).isEqualTo(1);
+                case "RELEASED", "EXPIRED" -> assertThat(captures).as("I3: %s purchase %s never captured", state, id).isZero();
+                default -> assertThat(captures).as("I3: open purchase %s captured at most once", id).isLessThanOrEqualTo(1);
+            }
+            assertThat(requests.stream().filter(r -> r.getBodyAsString().contains("\"purchaseId\":\"" + id + "\""))
+                               .map(r -> r.getHeader("Idempotency-Key")).distinct().toList())
+                    .as("I3: every payment request for %s carries its one key", id)
+                    .allMatch(key -> key.equals(PaymentGateway.idempotencyKey(id)));
         }
     }
 

@@ -1,0 +1,41 @@
+package lastseat;
+
+import lastseat.support.Client;
+import lastseat.support.Invariants;
+import lastseat.support.TestApp;
+import org.junit.jupiter.api.Test;
+
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/** What an operator sees: health with the database check, metrics with purchases, permits and pool. */
+class ObserveTest {
+    private final TestApp app = TestApp.shared();
+
+    @Test
+    void healthIsUpWithTheDatabaseCheck() {
+        Client.Answer health = app.client.get("/observe/health");
+
+        assertThat(health.status()).isEqualTo(200);
+        assertThat(health.json().path("status").asText()).isEqualTo("UP");
+        assertThat(health.json().path("checks").findValuesAsText("name")).contains("database");
+        Invariants.resourcesCameBack(app);
+    }
+
+    @Test
+    void metricsCountPurchasesByStatusAndShowFreePermitsAndBusyConnections() {
+        String event = app.newEvent("A1");
+        app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        String metrics = app.client.get("/observe/metrics").body();
+
+        assertThat(metrics).containsPattern("lastseat_purchases_total\\{[^}]*status=\"201\"[^}]*} [1-9]")
+                           .containsPattern("lastseat_purchases_total\\{[^}]*status=\"409\"[^}]*} [1-9]")
+                           .containsPattern("lastseat_payment_bulkhead_available\\{[^}]*} 20.0")
+                           .contains("lastseat_db_pool_active");
+        Invariants.hold(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+}
