@@ -44,10 +44,6 @@ public final class Values {
         return path;
     }
 
-    public static boolean flag(Config config, String key, boolean fallback) {
-        return config.get(key).asBoolean().orElse(fallback);
-    }
-
     public static URI httpUri(Config config, String key, String fallback) {
         String text = config.get(key).asString().orElse(fallback);
         try {

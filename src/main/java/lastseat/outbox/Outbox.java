@@ -17,7 +17,7 @@ public final class Outbox {
     private Outbox() {
     }
 
-    public static String dedupeKey(String purchaseId, String kind) {
+    static String dedupeKey(String purchaseId, String kind) {
         return purchaseId + ":" + kind;
     }
 

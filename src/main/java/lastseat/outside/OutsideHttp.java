@@ -61,10 +61,6 @@ public final class OutsideHttp {
         return send(request.build());
     }
 
-    public Answer get(URI uri, Duration timeout) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(uri).timeout(capped(timeout)).header("Accept", "application/json").GET().build());
-    }
-
     private Answer send(HttpRequest request) throws IOException, InterruptedException {
         HttpResponse<String> response = client.send(request, info -> new Bounded(config.maxResponseBytes()));
         return new Answer(response.statusCode(), response.body());
