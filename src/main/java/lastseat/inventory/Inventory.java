@@ -124,7 +124,7 @@ public final class Inventory {
                         order.quantity() + " seats were asked for; the event has " + capacity);
             }
             if (order.namesSeats()) {
-                List<String> known = positions(c, order.eventId(), order.seats()).stream().map(SeatPosition::label).toList();
+                List<String> known = positions(c, order.eventId(), order.seats(), false).stream().map(SeatPosition::label).toList();
                 List<String> unknown = order.seats().stream().filter(s -> !known.contains(s)).toList();
                 if (!unknown.isEmpty()) {
                     throw new Problem(400, "unknown-seats", "Bad request",
@@ -184,7 +184,7 @@ public final class Inventory {
     }
 
     private Claim claimNamed(Connection c, String eventId, List<String> labels, String purchaseId) throws SQLException {
-        List<SeatPosition> ordered = positions(c, eventId, labels);
+        List<SeatPosition> ordered = positions(c, eventId, labels, false);
         try (PreparedStatement claim = claimStatement(c)) {
             for (SeatPosition seat : ordered) {
                 if (!claimOne(claim, eventId, seat.label(), purchaseId)) {
@@ -290,16 +290,8 @@ public final class Inventory {
     }
 
     private List<String> taken(Order order, String firstMissed) {
-        List<String> taken = db.read(c -> {
-            List<String> labels = new ArrayList<>();
-            for (SeatPosition seat : positions(c, order.eventId(), order.seats())) {
-                if (!Sql.list(c, "SELECT label FROM seats WHERE event_id = ? AND label = ? AND state <> 'AVAILABLE'",
-                              rs -> rs.getString(1), order.eventId(), seat.label()).isEmpty()) {
-                    labels.add(seat.label());
-                }
-            }
-            return labels;
-        });
+        List<String> taken = db.read(c -> positions(c, order.eventId(), order.seats(), true).stream()
+                .map(SeatPosition::label).toList());
         // The holder may have let go between our miss and this read; the seat we missed was taken then.
         return taken.isEmpty() ? List.of(firstMissed) : taken;
     }
@@ -308,22 +300,16 @@ public final class Inventory {
         return db.read(c -> counts(c, eventId).get(SeatState.AVAILABLE));
     }
 
-    private static List<SeatPosition> positions(Connection c, String eventId, List<String> labels) throws SQLException {
-        List<SeatPosition> found = new ArrayList<>();
-        String marks = String.join(", ", Collections.nCopies(labels.size(), "?"));
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT label, position FROM seats WHERE event_id = ? AND label IN (" + marks + ") ORDER BY position")) {
-            ps.setString(1, eventId);
-            for (int i = 0; i < labels.size(); i++) {
-                ps.setString(i + 2, labels.get(i));
-            }
-            try (ResultSet rs = ps.executeQuery()) {
-                while (rs.next()) {
-                    found.add(new SeatPosition(rs.getString(1), rs.getInt(2)));
-                }
-            }
-        }
-        return found;
+    /** The named seats of the event in seat order; with {@code takenOnly}, just those held or sold. */
+    private static List<SeatPosition> positions(Connection c, String eventId, List<String> labels, boolean takenOnly)
+            throws SQLException {
+        List<Object> args = new ArrayList<>(labels.size() + 1);
+        args.add(eventId);
+        args.addAll(labels);
+        return Sql.list(c, "SELECT label, position FROM seats WHERE event_id = ? AND label IN ("
+                           + String.join(", ", Collections.nCopies(labels.size(), "?")) + ")"
+                           + (takenOnly ? " AND state <> 'AVAILABLE'" : "") + " ORDER BY position",
+                        rs -> new SeatPosition(rs.getString(1), rs.getInt(2)), args.toArray());
     }
 
     private enum SeatState { AVAILABLE, HELD, SOLD }

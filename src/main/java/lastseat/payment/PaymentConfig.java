@@ -11,8 +11,7 @@ import java.time.Duration;
  * a permit obtained with less than {@code minCallTime} left is given back unused rather than
  * starting a call that can only end as an unknown outcome.
  */
-public record PaymentConfig(String path, int permits, Duration maxWait, Duration minCallTime,
-                            Duration retryAfter) {
+public record PaymentConfig(String path, int permits, Duration maxWait, Duration minCallTime) {
 
     public static PaymentConfig from(Config config) {
         Config payment = config.get("payment");
@@ -20,7 +19,6 @@ public record PaymentConfig(String path, int permits, Duration maxWait, Duration
                 Values.path(payment, "path", "/payments"),
                 Values.integer(payment, "permits", 1, 1000),
                 Values.duration(payment, "max-wait", Duration.ZERO, Duration.ofMinutes(1)),
-                Values.duration(payment, "min-call-time", Duration.ZERO, Duration.ofSeconds(10)),
-                Values.duration(config.get("purchase"), "retry-after", Duration.ofSeconds(1), Duration.ofMinutes(10)));
+                Values.duration(payment, "min-call-time", Duration.ZERO, Duration.ofSeconds(10)));
     }
 }

@@ -62,8 +62,9 @@ class IdempotencyTest {
         Client.Answer again = app.client.purchase(key, event, "A1");
 
         assertThat(first.status()).isEqualTo(409);
-        assertThat(again.raw()).isEqualTo(first.raw());
         assertThat(again.status()).isEqualTo(409);
+        assertThat(again.raw()).isEqualTo(first.raw());
+        assertThat(again.header("Idempotent-Replayed")).as("answered from the stored key, not run again").isEqualTo("true");
     }
 
     @Test

@@ -81,7 +81,6 @@ public final class Invariants {
             if (System.nanoTime() > until) {
                 throw new AssertionError("expected " + what);
             }
-            Thread.onSpinWait();
             try {
                 Thread.sleep(10);
             } catch (InterruptedException e) {
