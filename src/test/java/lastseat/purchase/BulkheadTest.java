@@ -55,7 +55,9 @@ class BulkheadTest {
                                                                                  Integer.toString(i + 1)));
 
         Map<Integer, Long> byStatus = answers.stream().collect(Collectors.groupingBy(Client.Answer::status, Collectors.counting()));
-        assertThat(InFlight.max()).as("most payment calls the provider saw at once").isBetween(1, 20);
+        // A call given up at the deadline (answered 202) goes on at the provider after its permit is back.
+        assertThat(InFlight.max()).as("most payment calls the provider saw at once: " + byStatus)
+                .isBetween(1, 20 + byStatus.getOrDefault(202, 0L).intValue());
         assertThat(byStatus.keySet()).as(byStatus.toString()).isSubsetOf(201, 202, 503);
         assertThat(byStatus.getOrDefault(201, 0L) + byStatus.getOrDefault(202, 0L))
                 .as("a full wave of payments was sent: " + byStatus).isGreaterThanOrEqualTo(20);
