@@ -18,9 +18,10 @@ import java.util.concurrent.TimeUnit;
  * it ever served at once.
  *
  * <p>A request is being served from the moment it arrives until its answer is ready: arrival plus
- * the delay its stub gave it. That end is taken from the stub, not from WireMock's completion
- * callback, because the callback runs after the answer is written (so a client could already have
- * sent its next request) or, with asynchronous responses, before the delayed answer is written.
+ * the fixed delay of the stub it matched (payment stubs here use fixed delays only). That end is taken
+ * from the stub, not from WireMock's completion callback, because the callback runs after the answer
+ * is written (so a client could already have sent its next request), or with asynchronous responses
+ * before the delayed answer is written, or not at all when the client hung up.
  */
 public final class InFlight implements ServeEventListener {
     private static final Map<UUID, Long> OPEN = new ConcurrentHashMap<>();
@@ -56,9 +57,10 @@ public final class InFlight implements ServeEventListener {
         return OPEN.size() + (int) DONE.stream().filter(i -> i[1] > now).count();
     }
 
-    /** Forgets finished requests; ones still being served keep counting. */
+    /** Forgets requests whose service is over; ones still being served keep counting. */
     public static void reset() {
-        DONE.clear();
+        long now = System.nanoTime();
+        DONE.removeIf(interval -> interval[1] <= now);
     }
 
     private static boolean payment(ServeEvent e) {
@@ -73,13 +75,18 @@ public final class InFlight implements ServeEventListener {
         }
     }
 
+    /**
+     * The end is known as soon as the stub is matched: arrival plus the stub's fixed delay. Waiting for
+     * WireMock's completion callback instead would miss every request whose client hung up first (a
+     * call abandoned at the deadline, a reset), leaving it counted as served forever.
+     */
     @Override
-    public void afterComplete(ServeEvent e, Parameters p) {
+    public void afterMatch(ServeEvent e, Parameters p) {
         Long start = payment(e) ? OPEN.remove(e.getId()) : null;
         if (start == null) {
             return;
         }
-        Integer delay = e.getTiming() == null ? null : e.getTiming().getAddedDelay();
+        Integer delay = e.getResponseDefinition() == null ? null : e.getResponseDefinition().getFixedDelayMilliseconds();
         long served = TimeUnit.MILLISECONDS.toNanos(delay == null ? 0 : Math.max(0, delay));
         DONE.add(new long[]{start, start + served + 1});
     }

@@ -90,6 +90,7 @@ public final class TestApp implements AutoCloseable {
     /** File stubs only, an empty journal and ledger. */
     public void resetStubs() {
         stubs.resetToDefaultMappings();
+        stubs.resetScenarios();
         stubs.resetRequests();
         Ledger.clear();
         InFlight.reset();
