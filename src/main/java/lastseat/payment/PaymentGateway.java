@@ -14,8 +14,11 @@ import lastseat.work.Timeline;
 import java.io.IOException;
 import java.net.ConnectException;
 import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpTimeoutException;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -25,6 +28,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * waits for a permit no longer than the remaining deadline (the scope interrupts the wait) nor
  * {@code maxWait}; every call carries the idempotency key derived from the purchase, so asking
  * again can never charge twice (I3); every permit is given back, whatever happens.
+ *
+ * <p>A reset connection or a 5xx answer is asked again, with the same key and the same permit, up
+ * to {@code maxAttempts} calls and while {@code minCallTime} of the deadline is left: the provider
+ * charges a key once, so asking again settles the question instead of leaving it open.
  *
  * <p>Hazard: once the request may have left, a missing answer is {@link Charge.Unknown}, never a
  * failure — releasing the seats then could sell them while the buyer's money arrives.
@@ -78,7 +85,7 @@ public final class PaymentGateway {
                         return new Charge.NotSent(Charge.NotSent.Why.CAPACITY, "too little time left to call the provider");
                     }
                     sent.set(true);
-                    return timeline.step("payment", () -> post(order, deadline));
+                    return askUntilSettled(order, deadline, timeline);
                 } finally {
                     bulkhead.onComplete();
                 }
@@ -93,7 +100,25 @@ public final class PaymentGateway {
         }
     }
 
-    private Charge post(PaymentOrder order, Deadline deadline) throws InterruptedException {
+    /** What one call told: the charge, and whether asking again with the same key could settle it. */
+    private record Attempt(Charge charge, boolean askAgain) {
+    }
+
+    private Charge askUntilSettled(PaymentOrder order, Deadline deadline, Timeline timeline) throws Exception {
+        Attempt attempt = timeline.step("payment", () -> post(order, deadline));
+        for (int calls = 1; calls < config.maxAttempts() && attempt.askAgain(); calls++) {
+            long backoffMillis = config.retryBackoff().toMillis();
+            Duration pause = Duration.ofMillis(backoffMillis / 2 + ThreadLocalRandom.current().nextLong(backoffMillis / 2 + 1));
+            if (deadline.remaining().compareTo(config.minCallTime().plus(pause)) < 0) {
+                break;
+            }
+            Thread.sleep(pause);
+            attempt = timeline.step("payment", () -> post(order, deadline));
+        }
+        return attempt.charge();
+    }
+
+    private Attempt post(PaymentOrder order, Deadline deadline) throws InterruptedException {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("purchaseId", order.purchaseId());
         body.put("amount", order.total().toPlainString());
@@ -104,15 +129,18 @@ public final class PaymentGateway {
             answer = http.postJson(http.uri(config.path()), Json.text(body),
                                    Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), deadline);
         } catch (ConnectException | HttpConnectTimeoutException e) {
-            return new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, "could not connect to the provider");
+            return new Attempt(new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, "could not connect to the provider"), false);
+        } catch (HttpTimeoutException e) {
+            // The deadline is spent: there is no time to ask again.
+            return new Attempt(new Charge.Unknown("no answer from the provider in time"), false);
         } catch (IOException e) {
-            return new Charge.Unknown(e.getClass().getSimpleName() + " " + e.getMessage());
+            return new Attempt(new Charge.Unknown(e.getClass().getSimpleName() + " " + e.getMessage()), true);
         }
         return switch (answer.status()) {
-            case 200, 201 -> captured(answer.body());
-            case 402 -> new Charge.Declined(reason(answer.body()));
-            case 400, 401, 403, 404, 422 -> new Charge.Rejected(answer.status());
-            default -> new Charge.Unknown("the provider answered " + answer.status());
+            case 200, 201 -> new Attempt(captured(answer.body()), false);
+            case 402 -> new Attempt(new Charge.Declined(reason(answer.body())), false);
+            case 400, 401, 403, 404, 422 -> new Attempt(new Charge.Rejected(answer.status()), false);
+            default -> new Attempt(new Charge.Unknown("the provider answered " + answer.status()), answer.status() >= 500);
         };
     }
 

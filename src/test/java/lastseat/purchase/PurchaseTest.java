@@ -174,6 +174,45 @@ class PurchaseTest {
     }
 
     @Test
+    void aProviderThatKeepsFailingIsAskedAgainOnlyUpToTheLimitAndAlwaysWithTheOneKey() {
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(answer.status()).as("a 5xx does not prove that nothing was charged: " + answer).isEqualTo(202);
+        String id = answer.json().path("id").asText();
+        var calls = app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(calls).as("payment.max-attempts").hasSize(app.services().payments().config().maxAttempts());
+        assertThat(calls).allSatisfy(call -> assertThat(call.getHeader("Idempotency-Key"))
+                .isEqualTo(PaymentGateway.idempotencyKey(id)));
+        assertThat(app.client.get("/purchases/" + id).json().path("timeline").findValuesAsText("step"))
+                .as("each call is a step of the timeline").containsSubsequence("payment", "payment");
+        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
+    }
+
+    @Test
+    void aResetPaymentIsAskedAgainWithTheSameKeyAndConfirmedOnce() {
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-ok")
+                                  .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED)
+                                  .willSetStateTo("answered")
+                                  .willReturn(aResponse().withFault(com.github.tomakehurst.wiremock.http.Fault.CONNECTION_RESET_BY_PEER)
+                                                      .withTransformers("ledger")));
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-ok")
+                                  .whenScenarioStateIs("answered")
+                                  .willReturn(aResponse().withStatus(201).withTransformers("ledger")));
+
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(201);
+        String id = answer.json().path("id").asText();
+        var calls = app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(calls).hasSize(2).allSatisfy(call -> assertThat(call.getHeader("Idempotency-Key"))
+                .isEqualTo(PaymentGateway.idempotencyKey(id)));
+        assertThat(Ledger.payments()).as("the provider captured the reset call once, and answered the second with it").hasSize(1);
+        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+    }
+
+    @Test
     void aChargeWhoseConfirmationIsRefusedIsAnswered202AndNeverChargedAgain() throws Exception {
         app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
                                   .willReturn(aResponse().withStatus(201).withFixedDelay(400).withTransformers("ledger")));
