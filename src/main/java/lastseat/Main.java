@@ -160,7 +160,10 @@ public final class Main {
                                                    p -> p.availablePermits())
                                              .description("Free payment bulkhead permits")),
                 registry.getOrCreate(Gauge.builder("lastseat.db.pool.active", services.db(), db -> db.activeConnections())
-                                             .description("Database connections in use")));
+                                             .description("Database connections in use")),
+                registry.getOrCreate(Gauge.builder("lastseat.purchases.admission.available", services.purchaseRoutes(),
+                                                   r -> r.admissionAvailable())
+                                             .description("Free purchase places of this process (purchase.max-in-flight)")));
     }
 
     private static void createDemoEvent(Services services) {

@@ -1,5 +1,6 @@
 package lastseat.purchase;
 
+import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
@@ -13,6 +14,9 @@ import lastseat.web.Problem;
 import lastseat.web.Reply;
 import lastseat.work.Deadline;
 
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -22,7 +26,10 @@ import java.util.logging.Logger;
  *
  * <p>Contract: nothing changes before the body, the key and the order are valid (every 4xx about
  * the input is decided first); a key answered once is answered the same way again, without a
- * second purchase or charge.
+ * second purchase or charge. At most {@code purchase.max-in-flight} purchases run at once in this
+ * process ({@link Admission}); past that a purchase is answered 503 with {@code Retry-After} at once,
+ * having changed nothing. That cap is per instance and protects only this process; seats are decided
+ * by the database.
  */
 public final class PurchaseRoutes {
     private static final Logger LOG = Logger.getLogger(PurchaseRoutes.class.getName());
@@ -30,6 +37,7 @@ public final class PurchaseRoutes {
      * Answers a retry should not replay: nothing was charged, so the key is let go and a retry runs
      * again. (The flow never lets a failure escape once a payment may have left; see PurchaseFlow.)
      */
+    private static final HeaderName SERVER_TIMING = HeaderNames.create("Server-Timing");
     private static final Set<Integer> RETRYABLE = Set.of(500, 503, 504);
 
     private final PurchaseFlow flow;
@@ -38,6 +46,7 @@ public final class PurchaseRoutes {
     private final IdempotencyKeys keys;
     private final PurchaseConfig config;
     private final PurchaseMetrics metrics;
+    private final Admission admission;
 
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
                           PurchaseConfig config, PurchaseMetrics metrics) {
@@ -47,6 +56,7 @@ public final class PurchaseRoutes {
         this.keys = keys;
         this.config = config;
         this.metrics = metrics;
+        this.admission = new Admission(config.maxInFlight());
     }
 
     public void register(HttpRouting.Builder routing) {
@@ -55,16 +65,52 @@ public final class PurchaseRoutes {
     }
 
     private void purchase(ServerRequest request, ServerResponse response) {
-        Deadline deadline = Deadline.after(config.deadline(), System.nanoTime());
+        long arrived = System.nanoTime();
+        Deadline deadline = Deadline.after(config.deadline(), arrived);
         String key = IdempotencyKeys.require(request.headers().first(HeaderNames.create("Idempotency-Key")));
         Bodies.requireJson(request);
         byte[] body = Bodies.read(request, config.maxBodyBytes());
         Order order = Json.read(body, PurchaseRequest.class).toOrder(key, inventory.config().maxSeatsPerPurchase());
         inventory.validate(order);
+        // Admission comes after every 4xx about the input (a bad request is answered the same way under
+        // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
+        Optional<Admission.Permit> claimed = admission.tryClaim();
+        if (claimed.isEmpty()) {
+            metrics.outcome(503);
+            serverTiming(response, arrived);
+            Reply.problem(tooMany(), "/purchases").send(response);
+            return;
+        }
+        Reply reply;
+        // The place is held for exactly the work, and given back on every way out of it: an answer, a
+        // Problem thrown by the key (409, 422), an unexpected failure or the interrupt. It is back before
+        // the answer is written, so a client that has its answer can count on the place being free.
+        try (Admission.Permit permit = claimed.get()) {
+            reply = admitted(key, body, order, deadline, response);
+        }
+        serverTiming(response, arrived);
+        reply.send(response);
+    }
+
+    /**
+     * {@code Server-Timing: app;dur=<ms>}: from the handler's start (where the deadline starts) to the
+     * answer, on the server's clock, so a client can tell the server's time from its own queueing (I5).
+     */
+    private static void serverTiming(ServerResponse response, long arrived) {
+        response.header(SERVER_TIMING, String.format(Locale.ROOT, "app;dur=%.1f", (System.nanoTime() - arrived) / 1e6));
+    }
+
+    /** Free admission places of this process, for the metrics. */
+    public int admissionAvailable() {
+        return admission.available();
+    }
+
+    /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
+    private Reply admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response) {
         switch (keys.claim(key, IdempotencyKeys.fingerprint(body))) {
             case IdempotencyKeys.Claim.Replay replay -> {
                 response.header(HeaderNames.create("Idempotent-Replayed"), "true");
-                replay.reply().send(response);
+                return replay.reply();
             }
             case IdempotencyKeys.Claim.Fresh fresh -> {
                 Reply reply;
@@ -74,9 +120,8 @@ public final class PurchaseRoutes {
                     Thread.currentThread().interrupt();
                     metrics.outcome(503);
                     // The payment may have left: the key stays in flight so that no retry starts a second purchase.
-                    Reply.problem(new Problem(503, "shutting-down", "Shutting down",
-                            "The server is stopping; the purchase is left for recovery to finish"), "/purchases").send(response);
-                    return;
+                    return Reply.problem(new Problem(503, "shutting-down", "Shutting down",
+                            "The server is stopping; the purchase is left for recovery to finish"), "/purchases");
                 }
                 try {
                     if (RETRYABLE.contains(reply.status())) {
@@ -89,9 +134,20 @@ public final class PurchaseRoutes {
                     // refused (409) rather than run again: it must not become a second purchase.
                     LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
                 }
-                reply.send(response);
+                return reply;
             }
         }
+    }
+
+    private Problem tooMany() {
+        return new Problem(503, "too-many-purchases", "Too many purchases",
+                "This server is already running its " + admission.capacity() + " purchases at once; "
+                + "nothing was reserved or charged, try again after Retry-After", Map.of(), config.retryAfter(), null);
+    }
+
+    /** This process's admission, for tests that check every place came back. */
+    Admission admission() {
+        return admission;
     }
 
     private Reply run(Order order, Deadline deadline) throws InterruptedException {
