@@ -88,6 +88,7 @@ public final class Main {
     public static void routing(HttpRouting.Builder routing, Services services) {
         services.eventRoutes().register(routing);
         services.purchaseRoutes().register(routing);
+        services.drillRoutes().register(routing);
         routing.error(Problem.class, Main::problem)
                .error(HttpException.class, Main::http)
                .error(Exception.class, Main::unexpected);

@@ -5,6 +5,8 @@ import lastseat.checks.Checks;
 import lastseat.checks.ChecksConfig;
 import lastseat.db.Database;
 import lastseat.db.DbConfig;
+import lastseat.drill.DrillRoutes;
+import lastseat.drill.DrillsConfig;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.EventRoutes;
 import lastseat.inventory.Inventory;
@@ -26,7 +28,7 @@ import java.time.Clock;
  * is read (and so validated) here, before the server accepts a request.
  */
 public record Services(Database db, Inventory inventory, Purchases purchases, PaymentGateway payments,
-                       PurchaseRoutes purchaseRoutes, EventRoutes eventRoutes) implements AutoCloseable {
+                       PurchaseRoutes purchaseRoutes, EventRoutes eventRoutes, DrillRoutes drillRoutes) implements AutoCloseable {
 
     public static Services create(Config config) {
         Clock clock = Clock.systemUTC();
@@ -35,6 +37,7 @@ public record Services(Database db, Inventory inventory, Purchases purchases, Pa
         ChecksConfig checksConfig = ChecksConfig.from(config);
         PaymentConfig paymentConfig = PaymentConfig.from(config);
         OutsideConfig outsideConfig = OutsideConfig.from(config.get("outside"));
+        DrillsConfig drillsConfig = DrillsConfig.from(config);
         int eventBodyBytes = lastseat.config.Values.integer(config.get("events"), "max-body-bytes", 1024, 16 * 1024 * 1024);
         if (paymentConfig.maxWait().compareTo(purchaseConfig.deadline()) > 0) {
             throw new IllegalStateException("Configuration payment.max-wait (" + paymentConfig.maxWait()
@@ -48,7 +51,8 @@ public record Services(Database db, Inventory inventory, Purchases purchases, Pa
         PurchaseFlow flow = new PurchaseFlow(inventory, new Checks(http, checksConfig), payments, purchases, purchaseConfig);
         PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, new IdempotencyKeys(db, clock),
                                                            purchaseConfig, new PurchaseMetrics());
-        return new Services(db, inventory, purchases, payments, purchaseRoutes, new EventRoutes(inventory, eventBodyBytes));
+        return new Services(db, inventory, purchases, payments, purchaseRoutes, new EventRoutes(inventory, eventBodyBytes),
+                            new DrillRoutes(drillsConfig, db, inventory, clock));
     }
 
     @Override

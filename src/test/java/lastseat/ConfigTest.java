@@ -25,6 +25,9 @@ class ConfigTest {
             "outside.deadline-backstop, 1h, outside.deadline-backstop",
             "outside.base-url, ftp://x, outside.base-url",
             "purchase.hold-ttl, 0s, purchase.hold-ttl",
+            "purchase.max-in-flight, 0, purchase.max-in-flight",
+            "payment.max-attempts, 0, payment.max-attempts",
+            "drills.max-buyers, 1, drills.max-buyers",
     })
     void aBadValueStopsStartUpNamingTheKey(String key, String value, String named) {
         Config config = Config.just(ConfigSources.create(Map.of(key, value, "db.url", "jdbc:h2:mem:never-opened")),

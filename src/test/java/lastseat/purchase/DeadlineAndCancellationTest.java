@@ -72,7 +72,8 @@ class DeadlineAndCancellationTest {
     @Test
     void aFailingTaxServiceCancelsTheSlowFraudCheckAtOnce() {
         slow("/fraud/checks", "fraud-check-approve.json");
-        app.stubs.stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500)));
+        // The failure comes 100 ms in, so the fraud call is surely under way when it is cancelled.
+        app.stubs.stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500).withFixedDelay(100)));
 
         Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
 
@@ -86,7 +87,7 @@ class DeadlineAndCancellationTest {
     void aResetFraudConnectionCancelsTheSlowTaxQuoteAtOnce() {
         slow("/tax/quotes", "tax-quote-ok.json");
         app.stubs.stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1)
-                                  .willReturn(aResponse().withFault(Fault.CONNECTION_RESET_BY_PEER)));
+                                  .willReturn(aResponse().withFault(Fault.CONNECTION_RESET_BY_PEER).withFixedDelay(100)));
 
         Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
 

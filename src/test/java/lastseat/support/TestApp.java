@@ -75,6 +75,7 @@ public final class TestApp implements AutoCloseable {
         // A hundred connections opened at once to WireMock on two busy cores can take longer than the
         // 250 ms production default; these tests are not about connecting.
         settings.put("outside.connect-timeout", "1s");
+        settings.put("drills.enabled", "true");
         settings.putAll(overrides);
         Config config = Config.just(ConfigSources.create(settings), ConfigSources.classpath("application.yaml"));
         Main.Running running = Main.start(config);

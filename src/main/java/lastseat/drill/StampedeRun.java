@@ -1,0 +1,140 @@
+package lastseat.drill;
+
+import lastseat.db.Database;
+import lastseat.db.Sql;
+import lastseat.inventory.Inventory;
+import lastseat.inventory.NewEvent;
+import lastseat.web.Problem;
+
+import java.math.BigDecimal;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One stampede: a fresh event with {@code seats} seats, {@code buyers} buyers on their own threads
+ * (buyer i wants seat i mod seats), released together by a latch, each booking through
+ * {@link Stampede} in the chosen mode; every answer is recorded.
+ *
+ * <p>The pause inside the booking step lasts until every buyer has reached it (at most
+ * {@code drills.max-pause}): the worst a slow outside call does to a crowd, made certain instead of
+ * likely, so an unsafe run shows the race every time rather than by luck.
+ */
+final class StampedeRun {
+    enum Mode { UNSAFE, SAFE }
+
+    /** The body of {@code POST /drills/stampede}. */
+    record Request(String mode, Integer buyers, Integer seats) {
+        Mode validMode() {
+            if (mode == null) {
+                throw Problem.badRequest("invalid-field", "mode is required: \"unsafe\" or \"safe\"");
+            }
+            return switch (mode) {
+                case "unsafe" -> Mode.UNSAFE;
+                case "safe" -> Mode.SAFE;
+                default -> throw Problem.badRequest("invalid-field", "mode must be \"unsafe\" or \"safe\", not \"" + mode + "\"");
+            };
+        }
+
+        int validBuyers(int max) {
+            if (buyers == null || buyers < 2 || buyers > max) {
+                throw Problem.badRequest("invalid-field", "buyers must be a whole number from 2 to " + max);
+            }
+            return buyers;
+        }
+
+        int validSeats(int buyerCount) {
+            int count = seats == null ? 1 : seats;
+            if (count < 1 || count > Math.min(100, buyerCount - 1)) {
+                throw Problem.badRequest("invalid-field", "seats must be from 1 to " + Math.min(100, buyerCount - 1)
+                                                          + " (fewer than the buyers, or there is no race)");
+            }
+            return count;
+        }
+    }
+
+    record Answer(String buyer, String seat, boolean confirmed, String message) {
+    }
+
+    record SeatReport(String owner, List<String> toldYes) {
+    }
+
+    record Report(String mode, String eventId, int buyers, int seats, int confirmed, int refused, int doubleCount,
+                  Map<String, SeatReport> perSeat, List<Answer> answers) {
+    }
+
+    private final Database db;
+    private final Inventory inventory;
+    private final Stampede stampede;
+    private final DrillsConfig config;
+
+    StampedeRun(Database db, Inventory inventory, DrillsConfig config) {
+        this.db = db;
+        this.inventory = inventory;
+        this.stampede = new Stampede(db);
+        this.config = config;
+    }
+
+    Report run(Request request) throws InterruptedException {
+        Mode mode = request.validMode();
+        int buyers = request.validBuyers(config.maxBuyers());
+        int seatCount = request.validSeats(buyers);
+        List<String> seats = new ArrayList<>();
+        for (int i = 1; i <= seatCount; i++) {
+            seats.add("A" + i);
+        }
+        String eventId = "drill-stampede-" + UUID.randomUUID().toString().substring(0, 8);
+        inventory.create(new NewEvent(eventId, "Stampede drill (" + mode.name().toLowerCase(Locale.ROOT) + ")", seats,
+                                      null, BigDecimal.ONE, "EUR"));
+        List<Answer> answers = release(mode, eventId, seats, buyers);
+        return report(mode, eventId, seats, answers);
+    }
+
+    private List<Answer> release(Mode mode, String eventId, List<String> seats, int buyers) throws InterruptedException {
+        CountDownLatch atPause = new CountDownLatch(buyers);
+        Runnable pause = () -> {
+            atPause.countDown();
+            try {
+                atPause.await(config.maxPause().toMillis(), TimeUnit.MILLISECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted in the pause", e);
+            }
+        };
+        return Together.run(buyers, i -> book(mode, eventId, seats.get(i % seats.size()), "buyer-" + (i + 1), pause),
+                            config.maxPause().multipliedBy(3).plusSeconds(10));
+    }
+
+    private Answer book(Mode mode, String eventId, String seat, String buyer, Runnable pause) {
+        try {
+            boolean yes = switch (mode) {
+                case UNSAFE -> stampede.unsafe(eventId, seat, buyer, pause);
+                case SAFE -> stampede.safe(eventId, seat, buyer, pause);
+            };
+            return new Answer(buyer, seat, yes, yes ? "confirmed" : seat + " is already taken");
+        } catch (RuntimeException e) {
+            return new Answer(buyer, seat, false, seat + " could not be booked: " + e.getMessage());
+        }
+    }
+
+    private Report report(Mode mode, String eventId, List<String> seats, List<Answer> answers) {
+        Map<String, String> owners = new LinkedHashMap<>();
+        db.read(c -> Sql.list(c, "SELECT label, purchase_id FROM seats WHERE event_id = ? ORDER BY position",
+                              rs -> owners.put(rs.getString(1), rs.getString(2)), eventId));
+        Map<String, SeatReport> perSeat = new LinkedHashMap<>();
+        int doubles = 0;
+        for (String seat : seats) {
+            List<String> toldYes = answers.stream().filter(a -> a.confirmed() && a.seat().equals(seat)).map(Answer::buyer).toList();
+            perSeat.put(seat, new SeatReport(owners.get(seat), toldYes));
+            doubles += toldYes.size() > 1 ? 1 : 0;
+        }
+        int confirmed = (int) answers.stream().filter(Answer::confirmed).count();
+        return new Report(mode.name().toLowerCase(Locale.ROOT), eventId, answers.size(), seats.size(), confirmed,
+                          answers.size() - confirmed, doubles, perSeat, answers);
+    }
+}

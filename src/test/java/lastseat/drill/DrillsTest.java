@@ -1,0 +1,38 @@
+package lastseat.drill;
+
+import lastseat.support.Invariants;
+import lastseat.support.TestApp;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+import java.net.URI;
+import java.util.List;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Every drill of {@code bin/drill}, run the way the command runs it (HTTP to the server and to
+ * WireMock's admin API), against a real server with the stubs of {@code wiremock/}. Fast settings:
+ * the long-tail drill makes 100 purchases instead of 200.
+ */
+class DrillsTest {
+    static List<String> drills() {
+        return Drills.catalogue().stream().map(Drill::name).toList();
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("drills")
+    void drillHoldsEveryInvariantItChecks(String name) {
+        TestApp app = TestApp.shared();
+        Target target = new Target(URI.create("http://127.0.0.1:" + app.running.port()),
+                                   URI.create("http://127.0.0.1:" + app.stubs.port()));
+        Drill drill = Drills.catalogue().stream().filter(d -> d.name().equals(name)).findFirst().orElseThrow();
+
+        Findings.Report report = Drills.run(drill, target, Settings.defaults().withLongTail(100, 10));
+
+        assertThat(report.ok()).as(String.join("\n", report.lines())).isTrue();
+        assertThat(report.lines()).as("the drill checked something").anyMatch(line -> line.startsWith("  ok"));
+        assertThat(report.json()).startsWith("{\"drill\":\"" + name + "\",\"ok\":true");
+        Invariants.resourcesCameBack(app);
+    }
+}
