@@ -25,7 +25,7 @@ public final class Database implements AutoCloseable {
     public static Database open(DbConfig config) {
         HikariConfig hikari = new HikariConfig();
         hikari.setPoolName("lastseat");
-        hikari.setJdbcUrl(config.url());
+        hikari.setJdbcUrl(durable(config.url()));
         hikari.setUsername(config.user());
         hikari.setPassword(config.password());
         hikari.setMaximumPoolSize(config.poolSize());
@@ -41,6 +41,20 @@ public final class Database implements AutoCloseable {
             throw e;
         }
         return new Database(pool);
+    }
+
+    /**
+     * H2 keeps committed changes in memory for up to half a second by default (WRITE_DELAY) and
+     * has no redo log: a killed process would lose a commit it had already answered for — a
+     * confirmation, or the PAYING that says a payment may have left. With WRITE_DELAY=0 every
+     * commit is written to the file before it returns. (H2 does not fsync: a power cut can still
+     * lose the last commits; PostgreSQL is the answer there.)
+     */
+    static String durable(String url) {
+        if (url.startsWith("jdbc:h2:file:") && !url.toUpperCase(java.util.Locale.ROOT).contains("WRITE_DELAY")) {
+            return url + ";WRITE_DELAY=0";
+        }
+        return url;
     }
 
     /** Each database says it its own way; an unknown one is left with its default. */
