@@ -1,0 +1,85 @@
+package lastseat.outbox;
+
+import lastseat.db.Database;
+import lastseat.db.Sql;
+
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.util.List;
+import java.util.Locale;
+import java.util.Optional;
+import java.util.Set;
+
+/**
+ * What the outbox holds, for operators ({@code GET /outbox}) and the gauges
+ * ({@code lastseat.outbox.dead}, {@code lastseat.outbox.pending}). Read-only; the payload is never
+ * returned because it carries the buyer's email address.
+ *
+ * <p>Order: PENDING rows next-due first (what the worker does next), SENT and DEAD rows newest first.
+ */
+public final class OutboxQuery {
+    public static final Set<String> STATES = Set.of("PENDING", "SENT", "DEAD");
+
+    private OutboxQuery() {
+    }
+
+    /** One outbox row without its payload; {@code nextAttemptAt} is null unless the row is PENDING. */
+    public record Row(String id, String kind, String purchaseId, String idempotencyKey, String state, int attempts,
+                      String lastError, Instant createdAt, Instant nextAttemptAt, Instant sentAt) {
+    }
+
+    /** At most {@code limit} rows in {@code state} (PENDING, SENT or DEAD, any case). */
+    public static List<Row> list(Database db, String state, int limit) {
+        String checked = checked(state);
+        String order = "PENDING".equals(checked) ? "next_attempt_at, id" : "created_at DESC, id";
+        return db.read(c -> Sql.list(c, "SELECT id, kind, purchase_id, dedupe_key, state, attempts, last_error, created_at, "
+                                        + "next_attempt_at, sent_at FROM outbox WHERE state = ? ORDER BY " + order
+                                        + " FETCH FIRST ? ROWS ONLY", OutboxQuery::row, checked, Math.max(0, limit)));
+    }
+
+    /** How many rows are in {@code state} (PENDING, SENT or DEAD, any case). */
+    public static int count(Database db, String state) {
+        String checked = checked(state);
+        return db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM outbox WHERE state = ?", rs -> rs.getInt(1), checked)).getFirst();
+    }
+
+    /** The row with this dedupe key, whatever its state. */
+    static Optional<Row> find(Database db, String dedupeKey) {
+        return db.read(c -> Sql.list(c, "SELECT id, kind, purchase_id, dedupe_key, state, attempts, last_error, created_at, "
+                                        + "next_attempt_at, sent_at FROM outbox WHERE dedupe_key = ?", OutboxQuery::row, dedupeKey))
+                .stream().findFirst();
+    }
+
+    /**
+     * {@link #count} for a gauge: NaN when the database cannot be asked, so that a metrics scrape
+     * during a database outage still answers (and the health check says why).
+     */
+    public static double gauge(Database db, String state) {
+        try {
+            return count(db, state);
+        } catch (RuntimeException e) {
+            return Double.NaN;
+        }
+    }
+
+    static String checked(String state) {
+        String upper = state == null ? "" : state.toUpperCase(Locale.ROOT);
+        if (!STATES.contains(upper)) {
+            throw new IllegalArgumentException("outbox state must be PENDING, SENT or DEAD, got '" + state + "'");
+        }
+        return upper;
+    }
+
+    private static Row row(ResultSet rs) throws SQLException {
+        String state = rs.getString(5);
+        return new Row(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), state, rs.getInt(6),
+                       rs.getString(7), instant(rs, 8), "PENDING".equals(state) ? instant(rs, 9) : null, instant(rs, 10));
+    }
+
+    static Instant instant(ResultSet rs, int column) throws SQLException {
+        OffsetDateTime value = rs.getObject(column, OffsetDateTime.class);
+        return value == null ? null : value.toInstant();
+    }
+}

@@ -1,0 +1,249 @@
+package lastseat.outbox;
+
+import lastseat.db.Database;
+import lastseat.db.Sql;
+import lastseat.outside.OutsideHttp;
+import lastseat.work.Worker;
+
+import java.io.IOException;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
+import java.time.ZoneOffset;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+import java.util.random.RandomGenerator;
+
+/**
+ * Delivers the outbox: every {@code interval} one pass takes the due PENDING rows (oldest due first,
+ * at most {@code batch}) and POSTs each payload to its receiver ({@code *-email} kinds to
+ * {@code outbox.email-path}, {@code refund} to {@code outbox.refund-path}) with
+ * {@code Idempotency-Key: <dedupe key>} (purchase id + ":" + kind). A 2xx answer marks the row SENT.
+ * Any other ending is recorded in {@code last_error} and the row waits
+ * {@code backoff × 2^(attempts-1)}, capped at {@code max-backoff} and drawn between half and all of
+ * it, so that rows failing together do not come back together. After {@code max-attempts} attempts,
+ * or on a failure {@code give-up-after} after the row was written, the row becomes DEAD: it is never
+ * tried again and shows in {@code GET /outbox?state=dead} and the {@code lastseat.outbox.dead} gauge.
+ *
+ * <p>Permanent refusals: a 4xx answer other than 404, 408, 409, 425 and 429 makes the row DEAD at
+ * once, because the same request will be refused the same way (a bad body, a rejected address).
+ * 404 is retried because a receiver being deployed or a wrong path answers it for every row, and
+ * dead-lettering them all at once would lose them until someone re-queues them by hand; 408, 425
+ * and 429 ask to come back later; 409 is how an idempotent receiver says the same key is still in
+ * flight. A row of a kind with no receiver is DEAD at once, without a call.
+ *
+ * <p>Claim: before its call, a row is claimed by a compare-and-set that moves {@code next_attempt_at}
+ * to now + {@code call-timeout} + {@link #LEASE_MARGIN} (the lease) and counts the attempt, on the
+ * condition that {@code attempts} is still the value read ({@code attempts} only ever grows while a
+ * row is PENDING, so it is the row's version). Two passes (threads or instances) that read the same
+ * row cannot both claim it; the loser skips it. A failure is recorded only by the claim that made it
+ * (same {@code attempts}); SENT is recorded whoever made it, because the receiver has it.
+ *
+ * <p>Hazard: delivery is at least once, deduplicated by the receiver through the key, never exactly
+ * once. A process that stops (crash, kill, {@link #close()}) after a request left but before SENT is
+ * written leaves the row PENDING with its lease; when the lease ends the row is sent again with the
+ * same key, never a new one. A receiver that does not deduplicate by {@code Idempotency-Key} sends
+ * such an email twice. Leases compare clocks: instances whose clocks disagree by more than
+ * {@link #LEASE_MARGIN} may send one row at the same time (still with one key). Delivery is
+ * sequential within a pass: a receiver that hangs costs up to {@code call-timeout} per due row, so a
+ * pass over a full batch of a dead receiver lasts up to {@code batch × call-timeout}.
+ */
+public final class OutboxWorker implements AutoCloseable {
+    /** Beyond the call itself, time for connecting and for writing the outcome (pool and lock waits). */
+    static final Duration LEASE_MARGIN = Duration.ofSeconds(10);
+
+    private static final Logger LOG = Logger.getLogger(OutboxWorker.class.getName());
+    private static final int MAX_ERROR_CHARS = 500;
+    private static final Set<Integer> RETRIED_4XX = Set.of(404, 408, 409, 425, 429);
+
+    private final Database db;
+    private final OutsideHttp http;
+    private final OutboxConfig config;
+    private final Clock clock;
+    private final AtomicLong claimsLost = new AtomicLong();
+    private Worker worker;
+
+    public OutboxWorker(Database db, OutsideHttp http, OutboxConfig config, Clock clock) {
+        this.db = db;
+        this.http = http;
+        this.config = config;
+        this.clock = clock;
+    }
+
+    /** Starts the background passes; once per worker. */
+    public synchronized void start() {
+        if (worker != null) {
+            throw new IllegalStateException("the outbox worker is already started");
+        }
+        worker = Worker.start("outbox", config.interval(), this::deliverDue);
+    }
+
+    /**
+     * One pass: delivers the rows due now, at most {@code batch}, one after another.
+     *
+     * @return how many rows this pass marked SENT
+     * @throws InterruptedException when the thread is interrupted (by {@link #close()}); the pass stops
+     *                              at once, and a row whose call was cut keeps its lease and is sent
+     *                              again, with the same key, when the lease ends
+     */
+    public int deliverDue() throws InterruptedException {
+        List<Due> due = db.read(c -> Sql.list(c, "SELECT id, dedupe_key, kind, payload, attempts, created_at FROM outbox "
+                                                 + "WHERE state = 'PENDING' AND next_attempt_at <= ? "
+                                                 + "ORDER BY next_attempt_at, id FETCH FIRST ? ROWS ONLY",
+                                              OutboxWorker::due, utc(clock.instant()), config.batch()));
+        int sent = 0;
+        for (Due row : due) {
+            if (Thread.interrupted()) {
+                throw new InterruptedException("outbox pass stopped before row " + row.id());
+            }
+            if (deliver(row)) {
+                sent++;
+            }
+        }
+        return sent;
+    }
+
+    /** Claims lost to another pass since this worker was made: each one a row it read but did not send. */
+    long claimsLost() {
+        return claimsLost.get();
+    }
+
+    private boolean deliver(Due row) throws InterruptedException {
+        String path = pathOf(row.kind());
+        if (path == null) {
+            // Nothing can deliver it, and waiting will not change that: visible at once rather than after a day.
+            dead(row, row.attempts(), "no receiver for kind '" + row.kind() + "' (known: *-email, refund)");
+            return false;
+        }
+        if (!claim(row)) {
+            claimsLost.incrementAndGet();
+            return false;
+        }
+        int attempt = row.attempts() + 1;
+        String error;
+        boolean permanent = false;
+        try {
+            OutsideHttp.Answer answer = http.postJson(http.uri(path), row.payload(),
+                                                      Map.of("Idempotency-Key", row.dedupeKey()), config.callTimeout());
+            if (answer.status() >= 200 && answer.status() < 300) {
+                markSent(row);
+                return true;
+            }
+            error = "HTTP " + answer.status() + ": " + (answer.body() == null ? "" : answer.body());
+            permanent = answer.status() >= 400 && answer.status() < 500 && !RETRIED_4XX.contains(answer.status());
+        } catch (IOException e) {
+            // A timeout or a reset proves nothing about arrival; the same key makes the next try safe.
+            error = e.getClass().getSimpleName() + ": " + e.getMessage();
+        } catch (RuntimeException e) {
+            // A request that cannot even be built (a bad URI or header) is our fault, not the receiver's:
+            // record it and let the backoff and the attempt limit bound it like any other failure.
+            error = e.getClass().getSimpleName() + ": " + e.getMessage();
+        }
+        failed(row, attempt, error, permanent);
+        return false;
+    }
+
+    private String pathOf(String kind) {
+        if (kind.endsWith("-email")) {
+            return config.emailPath();
+        }
+        return "refund".equals(kind) ? config.refundPath() : null;
+    }
+
+    /** Takes the row for one call; false when another pass took it first. */
+    private boolean claim(Due row) {
+        Instant now = clock.instant();
+        Instant leaseEnds = now.plus(config.callTimeout()).plus(LEASE_MARGIN);
+        int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, attempts = attempts + 1 "
+                                              + "WHERE id = ? AND state = 'PENDING' AND attempts = ? AND next_attempt_at <= ?",
+                                           utc(leaseEnds), row.id(), row.attempts(), utc(now)));
+        return rows == 1;
+    }
+
+    private void markSent(Due row) {
+        // Not guarded by attempts: the receiver has it, whichever claim made the call.
+        int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET state = 'SENT', sent_at = ?, last_error = NULL "
+                                              + "WHERE id = ? AND state = 'PENDING'", utc(clock.instant()), row.id()));
+        if (rows == 0) {
+            // Another claim, after this one's lease ran out, already ended the row (SENT, or DEAD on a refusal).
+            LOG.info("outbox " + row.dedupeKey() + " was accepted by its receiver, but the row had already left PENDING");
+        }
+    }
+
+    private void failed(Due row, int attempt, String error, boolean permanent) {
+        Instant now = clock.instant();
+        if (permanent) {
+            dead(row, attempt, "refused for good: " + error);
+        } else if (attempt >= config.maxAttempts()) {
+            dead(row, attempt, "gave up after " + attempt + " attempts: " + error);
+        } else if (!now.isBefore(row.createdAt().plus(config.giveUpAfter()))) {
+            dead(row, attempt, "gave up " + config.giveUpAfter() + " after it was written: " + error);
+        } else {
+            Instant next = now.plus(retryDelay(attempt, config.backoff(), config.maxBackoff(), ThreadLocalRandom.current()));
+            // Guarded by the claim's attempts: a pass whose lease ran out must not move a newer claim's lease.
+            db.read(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, last_error = ? "
+                                       + "WHERE id = ? AND state = 'PENDING' AND attempts = ?",
+                                    utc(next), truncated(error), row.id(), attempt));
+            LOG.log(Level.FINE, () -> "outbox " + row.dedupeKey() + " attempt " + attempt + " failed (" + error
+                                      + "); next at " + next);
+        }
+    }
+
+    private void dead(Due row, int attempts, String reason) {
+        int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET state = 'DEAD', last_error = ? "
+                                              + "WHERE id = ? AND state = 'PENDING' AND attempts = ?",
+                                           truncated(reason), row.id(), attempts));
+        if (rows == 1) {
+            LOG.warning("outbox " + row.kind() + " " + row.dedupeKey() + " is DEAD and will not be sent: " + reason);
+        }
+    }
+
+    /**
+     * The pause after failed attempt {@code attempt} (1 for the first): {@code backoff × 2^(attempt-1)}
+     * capped at {@code maxBackoff}, drawn uniformly between half and all of it, in whole milliseconds.
+     */
+    static Duration retryDelay(int attempt, Duration backoff, Duration maxBackoff, RandomGenerator random) {
+        // Past 40 doublings every sane backoff is far over any cap; stopping there keeps the product finite.
+        int doublings = Math.min(Math.max(attempt - 1, 0), 40);
+        long full;
+        try {
+            full = Math.min(Math.multiplyExact(backoff.toMillis(), 1L << doublings), maxBackoff.toMillis());
+        } catch (ArithmeticException e) {
+            full = maxBackoff.toMillis();
+        }
+        long half = full / 2;
+        return Duration.ofMillis(half + random.nextLong(full - half + 1));
+    }
+
+    private static String truncated(String text) {
+        return text.length() <= MAX_ERROR_CHARS ? text : text.substring(0, MAX_ERROR_CHARS - 1) + "…";
+    }
+
+    private static OffsetDateTime utc(Instant instant) {
+        return instant.atOffset(ZoneOffset.UTC);
+    }
+
+    /** Stops the background passes (interrupting a call in flight) and waits for the pass to end. */
+    @Override
+    public synchronized void close() {
+        if (worker != null) {
+            worker.close();
+        }
+    }
+
+    private record Due(String id, String dedupeKey, String kind, String payload, int attempts, Instant createdAt) {
+    }
+
+    private static Due due(ResultSet rs) throws SQLException {
+        return new Due(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getInt(5),
+                       OutboxQuery.instant(rs, 6));
+    }
+}

@@ -1,0 +1,71 @@
+package lastseat.work;
+
+import java.time.Duration;
+import java.util.logging.Level;
+import java.util.logging.Logger;
+
+/**
+ * One background job of this process: runs {@code tick} on its own virtual thread, then waits
+ * {@code interval}, until closed. A tick that fails is logged and the next one runs as planned; a
+ * tick is expected to do a bounded amount of work (a batch) and to claim every row it touches with
+ * a compare-and-set, so that the same job on several instances never processes a row twice.
+ *
+ * <p>Contract: {@link #close()} interrupts the thread and waits for the tick in progress to end
+ * (at most {@code closeWait}); interrupting is how a tick's outside call is cancelled, so a tick
+ * must end promptly when interrupted.
+ */
+public final class Worker implements AutoCloseable {
+    private static final Logger LOG = Logger.getLogger(Worker.class.getName());
+    private static final Duration CLOSE_WAIT = Duration.ofSeconds(5);
+
+    /** One pass of the job; returns how many rows it moved (for the log and the tests). */
+    @FunctionalInterface
+    public interface Tick {
+        int run() throws InterruptedException;
+    }
+
+    private final String name;
+    private final Thread thread;
+
+    private Worker(String name, Thread thread) {
+        this.name = name;
+        this.thread = thread;
+    }
+
+    public static Worker start(String name, Duration interval, Tick tick) {
+        Thread thread = Thread.ofVirtual().name("worker-" + name).start(() -> loop(name, interval, tick));
+        return new Worker(name, thread);
+    }
+
+    private static void loop(String name, Duration interval, Tick tick) {
+        while (!Thread.currentThread().isInterrupted()) {
+            try {
+                tick.run();
+                Thread.sleep(interval);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            } catch (RuntimeException e) {
+                LOG.log(Level.WARNING, "background job " + name + " failed; it runs again in " + interval.toMillis() + " ms", e);
+                try {
+                    Thread.sleep(interval);
+                } catch (InterruptedException stop) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    @Override
+    public void close() {
+        thread.interrupt();
+        try {
+            if (!thread.join(CLOSE_WAIT)) {
+                LOG.warning("background job " + name + " did not stop within " + CLOSE_WAIT.toSeconds() + " s");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
