@@ -21,6 +21,7 @@ import io.helidon.webserver.observe.ObserveFeature;
 import io.helidon.webserver.observe.health.HealthObserver;
 import io.helidon.webserver.observe.metrics.MetricsObserver;
 import lastseat.inventory.NewEvent;
+import lastseat.outbox.OutboxQuery;
 import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
@@ -76,6 +77,7 @@ public final class Main {
                     .routing(routing -> routing(routing, services))
                     .build()
                     .start();
+            services.startWorkers();
             return new Running(server, services, gauges);
         } catch (RuntimeException e) {
             gauges.forEach(Metrics.globalRegistry()::remove);
@@ -89,6 +91,7 @@ public final class Main {
         services.eventRoutes().register(routing);
         services.purchaseRoutes().register(routing);
         services.drillRoutes().register(routing);
+        services.outboxRoutes().register(routing);
         routing.error(Problem.class, Main::problem)
                .error(HttpException.class, Main::http)
                .error(Exception.class, Main::unexpected);
@@ -164,7 +167,17 @@ public final class Main {
                                              .description("Database connections in use")),
                 registry.getOrCreate(Gauge.builder("lastseat.purchases.admission.available", services.purchaseRoutes(),
                                                    r -> r.admissionAvailable())
-                                             .description("Free purchase places of this process (purchase.max-in-flight)")));
+                                             .description("Free purchase places of this process (purchase.max-in-flight)")),
+                registry.getOrCreate(Gauge.builder("lastseat.payments.unknown", services.purchaseWorkers(),
+                                                   w -> w.unknownPayments())
+                                             .description("Purchases whose payment outcome is not known yet")),
+                registry.getOrCreate(Gauge.builder("lastseat.payments.unknown.oldest.seconds", services.purchaseWorkers(),
+                                                   w -> w.oldestUnknownSeconds())
+                                             .description("How long the oldest PAYMENT_UNKNOWN purchase has waited")),
+                registry.getOrCreate(Gauge.builder("lastseat.outbox.dead", services.db(), db -> OutboxQuery.gauge(db, "DEAD"))
+                                             .description("Outbox rows given up on (GET /outbox?state=dead)")),
+                registry.getOrCreate(Gauge.builder("lastseat.outbox.pending", services.db(), db -> OutboxQuery.gauge(db, "PENDING"))
+                                             .description("Outbox rows waiting to be delivered")));
     }
 
     private static void createDemoEvent(Services services) {

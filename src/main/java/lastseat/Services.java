@@ -11,6 +11,9 @@ import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.EventRoutes;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.InventoryConfig;
+import lastseat.outbox.OutboxConfig;
+import lastseat.outbox.OutboxRoutes;
+import lastseat.outbox.OutboxWorker;
 import lastseat.outside.OutsideConfig;
 import lastseat.outside.OutsideHttp;
 import lastseat.payment.PaymentConfig;
@@ -19,7 +22,10 @@ import lastseat.purchase.PurchaseConfig;
 import lastseat.purchase.PurchaseFlow;
 import lastseat.purchase.PurchaseMetrics;
 import lastseat.purchase.PurchaseRoutes;
+import lastseat.purchase.PurchaseWorkers;
 import lastseat.purchase.Purchases;
+import lastseat.purchase.ReconcileConfig;
+import lastseat.purchase.SweepConfig;
 
 import java.time.Clock;
 
@@ -28,7 +34,8 @@ import java.time.Clock;
  * is read (and so validated) here, before the server accepts a request.
  */
 public record Services(Database db, Inventory inventory, Purchases purchases, PaymentGateway payments,
-                       PurchaseRoutes purchaseRoutes, EventRoutes eventRoutes, DrillRoutes drillRoutes) implements AutoCloseable {
+                       PurchaseRoutes purchaseRoutes, EventRoutes eventRoutes, DrillRoutes drillRoutes,
+                       PurchaseWorkers purchaseWorkers, OutboxWorker outbox, OutboxRoutes outboxRoutes) implements AutoCloseable {
 
     public static Services create(Config config) {
         Clock clock = Clock.systemUTC();
@@ -38,6 +45,9 @@ public record Services(Database db, Inventory inventory, Purchases purchases, Pa
         PaymentConfig paymentConfig = PaymentConfig.from(config);
         OutsideConfig outsideConfig = OutsideConfig.from(config.get("outside"));
         DrillsConfig drillsConfig = DrillsConfig.from(config);
+        SweepConfig sweepConfig = SweepConfig.from(config);
+        ReconcileConfig reconcileConfig = ReconcileConfig.from(config);
+        OutboxConfig outboxConfig = OutboxConfig.from(config);
         int eventBodyBytes = lastseat.config.Values.integer(config.get("events"), "max-body-bytes", 1024, 16 * 1024 * 1024);
         if (paymentConfig.maxWait().compareTo(purchaseConfig.deadline()) > 0) {
             throw new IllegalStateException("Configuration payment.max-wait (" + paymentConfig.maxWait()
@@ -46,17 +56,31 @@ public record Services(Database db, Inventory inventory, Purchases purchases, Pa
         Database db = Database.open(DbConfig.from(config.get("db")));
         OutsideHttp http = new OutsideHttp(outsideConfig);
         Inventory inventory = new Inventory(db, inventoryConfig, clock);
-        Purchases purchases = new Purchases(db, inventory, clock);
+        Purchases purchases = new Purchases(db, inventory, clock, reconcileConfig.settleTime());
         PaymentGateway payments = new PaymentGateway(http, paymentConfig);
         PurchaseFlow flow = new PurchaseFlow(inventory, new Checks(http, checksConfig), payments, purchases, purchaseConfig);
-        PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, new IdempotencyKeys(db, clock),
+        PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, new IdempotencyKeys(db, clock,
+                purchaseConfig.deadline().plus(sweepConfig.abandonedAfter())),
                                                            purchaseConfig, new PurchaseMetrics());
+        PurchaseWorkers workers = new PurchaseWorkers(purchases, payments, sweepConfig, reconcileConfig, purchaseConfig, clock);
         return new Services(db, inventory, purchases, payments, purchaseRoutes, new EventRoutes(inventory, eventBodyBytes),
-                            new DrillRoutes(drillsConfig, db, inventory, clock));
+                            new DrillRoutes(drillsConfig, db, inventory, clock, sweepConfig.interval().multipliedBy(2),
+                                            purchaseConfig.deadline().plus(sweepConfig.abandonedAfter())
+                                                    .plus(sweepConfig.interval().multipliedBy(2))),
+                            workers, new OutboxWorker(db, http, outboxConfig, clock), new OutboxRoutes(db));
     }
 
+    /** Starts the background jobs; call once the server takes requests. */
+    public void startWorkers() {
+        purchaseWorkers.start();
+        outbox.start();
+    }
+
+    /** Stops the background jobs, then the pool. */
     @Override
     public void close() {
+        purchaseWorkers.close();
+        outbox.close();
         db.close();
     }
 }

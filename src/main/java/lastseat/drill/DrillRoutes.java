@@ -11,6 +11,7 @@ import lastseat.web.Problem;
 import lastseat.web.Reply;
 
 import java.time.Clock;
+import java.time.Duration;
 
 /**
  * {@code POST /drills/stampede} and {@code GET /drills/invariants?event=…}, only when
@@ -25,10 +26,12 @@ public final class DrillRoutes {
     private final StampedeRun stampede;
     private final InvariantCheck invariants;
 
-    public DrillRoutes(DrillsConfig config, Database db, Inventory inventory, Clock clock) {
+    /** {@code sweepGrace} and {@code abandonedAfter}: see {@link InvariantCheck}. */
+    public DrillRoutes(DrillsConfig config, Database db, Inventory inventory, Clock clock, Duration sweepGrace,
+                       Duration abandonedAfter) {
         this.config = config;
         this.stampede = new StampedeRun(db, inventory, config);
-        this.invariants = new InvariantCheck(db, clock);
+        this.invariants = new InvariantCheck(db, clock, sweepGrace, abandonedAfter);
     }
 
     public void register(HttpRouting.Builder routing) {

@@ -22,13 +22,22 @@ final class InvariantCheck {
     static final int MAX_PURCHASES = 20_000;
     private final Database db;
     private final Clock clock;
+    private final java.time.Duration sweepGrace;
+    private final java.time.Duration abandonedAfter;
 
-    InvariantCheck(Database db, Clock clock) {
+    /**
+     * {@code sweepGrace}: how long past its expiry a HELD purchase may wait for the sweeper;
+     * {@code abandonedAfter}: how long a purchase may stay HELD or PAYING before recovery must have
+     * moved it (its deadline + purchase.abandoned-after + the sweeper's grace).
+     */
+    InvariantCheck(Database db, Clock clock, java.time.Duration sweepGrace, java.time.Duration abandonedAfter) {
         this.db = db;
         this.clock = clock;
+        this.sweepGrace = sweepGrace;
+        this.abandonedAfter = abandonedAfter;
     }
 
-    record PurchaseRow(String id, String state, int seats) {
+    record PurchaseRow(String id, String state, int seats, String idempotencyKey) {
     }
 
     record Result(String eventId, int capacity, int available, int held, int sold, Map<String, Integer> purchasesByState,
@@ -71,11 +80,15 @@ final class InvariantCheck {
             violated(c, violations, "open purchases that do not hold all their seats",
                      "SELECT p.id FROM purchases p WHERE p.event_id = ? AND p.state IN ('HELD', 'PAYING', 'PAYMENT_UNKNOWN') "
                      + "AND p.seat_count <> (SELECT COUNT(*) FROM seats s WHERE s.purchase_id = p.id AND s.state = 'HELD')", eventId);
-            violated(c, violations, "I4: holds past their expiry whose payment is not being reconciled",
-                     "SELECT id FROM purchases WHERE event_id = ? AND state IN ('HELD', 'PAYING') AND hold_expires_at < ?", eventId, now);
-            List<PurchaseRow> purchases = Sql.list(c, "SELECT id, state, seat_count FROM purchases WHERE event_id = ? "
+            violated(c, violations, "I4: holds left past their expiry (the sweeper's grace included)",
+                     "SELECT id FROM purchases WHERE event_id = ? AND state = 'HELD' AND hold_expires_at < ?",
+                     eventId, now.minus(sweepGrace));
+            violated(c, violations, "I4: purchases still HELD or PAYING after their deadline and recovery's grace",
+                     "SELECT id FROM purchases WHERE event_id = ? AND state IN ('HELD', 'PAYING') AND updated_at < ?",
+                     eventId, now.minus(abandonedAfter));
+            List<PurchaseRow> purchases = Sql.list(c, "SELECT id, state, seat_count, idempotency_key FROM purchases WHERE event_id = ? "
                                                       + "ORDER BY created_at, id FETCH FIRST " + (MAX_PURCHASES + 1) + " ROWS ONLY",
-                                                   rs -> new PurchaseRow(rs.getString(1), rs.getString(2), rs.getInt(3)), eventId);
+                                                   rs -> new PurchaseRow(rs.getString(1), rs.getString(2), rs.getInt(3), rs.getString(4)), eventId);
             boolean truncated = purchases.size() > MAX_PURCHASES;
             return java.util.Optional.of(new Result(eventId, capacity.getFirst(), available, held, sold,
                     counts(c, "SELECT state, COUNT(*) FROM purchases WHERE event_id = ? GROUP BY state", eventId),

@@ -1,6 +1,7 @@
 package lastseat.idempotency;
 
 import lastseat.db.Database;
+import lastseat.db.Sql;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
 
@@ -12,6 +13,9 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.HexFormat;
 import java.util.Optional;
@@ -25,16 +29,21 @@ import java.util.regex.Pattern;
  * racing requests). While it runs, the same key gets 409; with another body, 422; once it is
  * done, the stored answer byte for byte. Answers that invite a retry (503, 504, 500) are not
  * stored: the key is let go, so the retry runs afresh — nothing was charged in those cases.
+ *
+ * <p>A key still in flight {@code staleAfter} after it was claimed belongs to a request whose
+ * process stopped; a retry is told so ({@link Claim.Abandoned}) and may {@link #takeOver} the key.
  */
 public final class IdempotencyKeys {
     private static final Pattern KEY = Pattern.compile("[\\x21-\\x7E]{1,255}");
 
     private final Database db;
     private final Clock clock;
+    private final Duration staleAfter;
 
-    public IdempotencyKeys(Database db, Clock clock) {
+    public IdempotencyKeys(Database db, Clock clock, Duration staleAfter) {
         this.db = db;
         this.clock = clock;
+        this.staleAfter = staleAfter;
     }
 
     /** What a request with a key may do. */
@@ -45,6 +54,10 @@ public final class IdempotencyKeys {
 
         /** The key was used and answered: send this answer again. */
         record Replay(Reply reply) implements Claim {
+        }
+
+        /** The key's request never finished (its process stopped); it was claimed at {@code claimedAt}. */
+        record Abandoned(OffsetDateTime claimedAt) implements Claim {
         }
     }
 
@@ -80,8 +93,22 @@ public final class IdempotencyKeys {
                     throw e;
                 }
             }
-            return existing(c, key, fingerprint);
+            return existing(c, key, fingerprint, clock.instant().minus(staleAfter));
         });
+    }
+
+    /**
+     * Claims an abandoned key for this request (a compare-and-set on when it was claimed, so of
+     * two retries only one takes it over); false when somebody else did.
+     */
+    public boolean takeOver(String key, OffsetDateTime claimedAt) {
+        return db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ? WHERE idem_key = ? AND state = 'IN_FLIGHT' "
+                                          + "AND created_at = ?", clock.instant().atOffset(ZoneOffset.UTC), key, claimedAt) == 1);
+    }
+
+    /** 409 for a key whose request is still running. */
+    public static Problem inFlight(String key) {
+        return new KeyInFlight(key);
     }
 
     /** Stores the answer; from now on the key replays it. */
@@ -116,9 +143,9 @@ public final class IdempotencyKeys {
         });
     }
 
-    private static Claim existing(Connection c, String key, String fingerprint) throws SQLException {
+    private static Claim existing(Connection c, String key, String fingerprint, Instant staleBefore) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(
-                "SELECT request_hash, state, status, content_type, location, body FROM idempotency_keys WHERE idem_key = ?")) {
+                "SELECT request_hash, state, status, content_type, location, body, created_at FROM idempotency_keys WHERE idem_key = ?")) {
             ps.setString(1, key);
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
@@ -130,6 +157,10 @@ public final class IdempotencyKeys {
                             "The Idempotency-Key " + key + " was used for a different request body");
                 }
                 if ("IN_FLIGHT".equals(rs.getString(2))) {
+                    OffsetDateTime claimedAt = rs.getObject(7, OffsetDateTime.class);
+                    if (claimedAt.toInstant().isBefore(staleBefore)) {
+                        return new Claim.Abandoned(claimedAt);
+                    }
                     throw new KeyInFlight(key);
                 }
                 return new Claim.Replay(new Reply(rs.getInt(3), rs.getString(4), rs.getString(5), null,

@@ -29,6 +29,12 @@ import java.util.UUID;
  * is never held by two purchases. Seats are always touched in seat-position order, so two buyers
  * who want the same seats in opposite order wait for each other instead of deadlocking.
  *
+ * <p>A hold lasts until its expiry. Past it, a purchase still HELD (its checks never ended) no
+ * longer keeps its seats: reads count them as available, a reservation that wants them first
+ * expires that purchase ({@link #expire}, the same compare-and-set the sweeper uses) in its own
+ * transaction, and so two buyers can never both hold, let alone confirm, one seat. A purchase whose
+ * payment is in flight or unknown (PAYING, PAYMENT_UNKNOWN) is never expired here.
+ *
  * <p>Hazard: a seat leaves HELD only through {@link #sell} or {@link #giveBack}, called inside the
  * transaction that moves its purchase out of its state; called anywhere else, capacity could come
  * back twice.
@@ -141,8 +147,10 @@ public final class Inventory {
      */
     public Hold reserve(Order order) {
         String purchaseId = UUID.randomUUID().toString();
-        Instant expiresAt = clock.instant().plus(config.holdTtl());
+        // Milliseconds: what the database stores and every later read shows, so answers agree byte for byte.
+        Instant expiresAt = clock.instant().plus(config.holdTtl()).truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
         Claim claim = db.inTransaction(c -> {
+            expireDueHolds(c, order);
             Claim attempt = order.namesSeats()
                     ? claimNamed(c, order.eventId(), order.seats(), purchaseId)
                     : claimAny(c, order.eventId(), order.quantity(), purchaseId);
@@ -161,6 +169,20 @@ public final class Inventory {
         };
     }
 
+    /**
+     * HELD → EXPIRED for a purchase whose hold has passed its expiry, with its seats back, in the
+     * caller's transaction; false when it was not HELD or not yet expired (somebody else moved it).
+     */
+    public boolean expire(Connection c, String purchaseId) throws SQLException {
+        OffsetDateTime now = now();
+        int rows = Sql.update(c, "UPDATE purchases SET state = 'EXPIRED', reason = 'the hold expired before the checks ended', "
+                                 + "updated_at = ? WHERE id = ? AND state = 'HELD' AND hold_expires_at <= ?", now, purchaseId, now);
+        if (rows == 1) {
+            giveBack(c, purchaseId);
+        }
+        return rows == 1;
+    }
+
     /** HELD → SOLD for every seat of the purchase; false when they are not all still held by it. */
     public boolean sell(Connection c, String purchaseId, int seatCount) throws SQLException {
         return Sql.update(c, "UPDATE seats SET state = 'SOLD' WHERE purchase_id = ? AND state = 'HELD'", purchaseId) == seatCount;
@@ -170,6 +192,26 @@ public final class Inventory {
     public int giveBack(Connection c, String purchaseId) throws SQLException {
         return Sql.update(c, "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ? AND state = 'HELD'",
                           purchaseId);
+    }
+
+    /**
+     * Expires the purchases past their expiry that hold seats this order could take, in purchase-id
+     * order (so two reservations expiring the same purchases take their locks in the same order).
+     */
+    private void expireDueHolds(Connection c, Order order) throws SQLException {
+        List<Object> args = new ArrayList<>(List.of(order.eventId(), now()));
+        String seats = "";
+        if (order.namesSeats()) {
+            seats = " AND s.label IN (" + String.join(", ", Collections.nCopies(order.seats().size(), "?")) + ")";
+            args.addAll(order.seats());
+        }
+        List<String> due = Sql.list(c, "SELECT DISTINCT p.id FROM seats s JOIN purchases p ON p.id = s.purchase_id "
+                                       + "WHERE s.event_id = ? AND s.state = 'HELD' AND p.state = 'HELD' AND p.hold_expires_at <= ?"
+                                       + seats + " ORDER BY p.id FETCH FIRST " + config.maxSeatsPerPurchase() + " ROWS ONLY",
+                                    rs -> rs.getString(1), args.toArray());
+        for (String purchaseId : due) {
+            expire(c, purchaseId);
+        }
     }
 
     private sealed interface Claim {
@@ -314,21 +356,27 @@ public final class Inventory {
 
     private enum SeatState { AVAILABLE, HELD, SOLD }
 
-    private static Map<SeatState, Integer> counts(Connection c, String eventId) throws SQLException {
+    /** A seat's state as buyers see it: held by a purchase whose hold has expired counts as available. */
+    private static final String SEEN_STATE = "CASE WHEN s.state = 'HELD' AND p.state = 'HELD' AND p.hold_expires_at <= ? "
+                                             + "THEN 'AVAILABLE' ELSE s.state END";
+
+    private Map<SeatState, Integer> counts(Connection c, String eventId) throws SQLException {
         Map<SeatState, Integer> counts = new EnumMap<>(SeatState.class);
         for (SeatState state : SeatState.values()) {
             counts.put(state, 0);
         }
-        for (var row : Sql.list(c, "SELECT state, COUNT(*) FROM seats WHERE event_id = ? GROUP BY state",
-                                rs -> Map.entry(SeatState.valueOf(rs.getString(1)), rs.getInt(2)), eventId)) {
+        for (var row : Sql.list(c, "SELECT seen, COUNT(*) FROM (SELECT " + SEEN_STATE + " AS seen FROM seats s "
+                                   + "LEFT JOIN purchases p ON p.id = s.purchase_id WHERE s.event_id = ?) x GROUP BY seen",
+                                rs -> Map.entry(SeatState.valueOf(rs.getString(1)), rs.getInt(2)), now(), eventId)) {
             counts.put(row.getKey(), row.getValue());
         }
         return counts;
     }
 
-    private static List<EventView.SeatView> seats(Connection c, String eventId) throws SQLException {
-        return Sql.list(c, "SELECT label, state FROM seats WHERE event_id = ? ORDER BY position",
-                        rs -> new EventView.SeatView(rs.getString(1), rs.getString(2)), eventId);
+    private List<EventView.SeatView> seats(Connection c, String eventId) throws SQLException {
+        return Sql.list(c, "SELECT s.label, " + SEEN_STATE + " FROM seats s LEFT JOIN purchases p ON p.id = s.purchase_id "
+                           + "WHERE s.event_id = ? ORDER BY s.position",
+                        rs -> new EventView.SeatView(rs.getString(1), rs.getString(2)), now(), eventId);
     }
 
     private OffsetDateTime now() {

@@ -16,7 +16,7 @@ public record InventoryConfig(int maxCapacity, int maxSeatsPerPurchase, Duration
         return new InventoryConfig(
                 Values.integer(config.get("events"), "max-capacity", 1, 100_000),
                 Values.integer(config.get("purchase"), "max-seats", 1, 100),
-                Values.duration(config.get("purchase"), "hold-ttl", Duration.ofSeconds(1), Duration.ofHours(1)),
+                Values.duration(config.get("purchase"), "hold-ttl", Duration.ofMillis(100), Duration.ofHours(1)),
                 Values.integer(config.get("purchase"), "reserve-rounds", 1, 10));
     }
 }

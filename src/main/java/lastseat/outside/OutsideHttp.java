@@ -61,6 +61,11 @@ public final class OutsideHttp {
         return send(request.build());
     }
 
+    /** GETs JSON and waits at most {@code timeout} (itself capped by the configured call timeout). */
+    public Answer getJson(URI uri, Duration timeout) throws IOException, InterruptedException {
+        return send(HttpRequest.newBuilder(uri).timeout(capped(timeout)).header("Accept", "application/json").GET().build());
+    }
+
     private Answer send(HttpRequest request) throws IOException, InterruptedException {
         HttpResponse<String> response = client.send(request, info -> new Bounded(config.maxResponseBytes()));
         return new Answer(response.statusCode(), response.body());

@@ -15,6 +15,8 @@ import java.io.IOException;
 import java.net.ConnectException;
 import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpTimeoutException;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -98,6 +100,45 @@ public final class PaymentGateway {
         } catch (RuntimeException e) {
             return sent.get() ? new Charge.Unknown(e.toString()) : new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, e.toString());
         }
+    }
+
+    /** What the provider says about a purchase's payment when asked by its key. */
+    public sealed interface Lookup {
+        /** It captured a payment with this key. */
+        record Captured(String paymentId) implements Lookup {
+        }
+
+        /** It has no payment with this key. */
+        record None() implements Lookup {
+        }
+
+        /** No clear answer (unreachable, timeout, 5xx, another status): ask again later. */
+        record Unclear(String reason) implements Lookup {
+        }
+    }
+
+    /**
+     * Asks the provider what it did with this purchase's key ({@code GET <path>?idempotencyKey=}),
+     * waiting at most {@code timeout}. Outside the bulkhead: the reconciler asks one at a time.
+     */
+    public Lookup lookup(String purchaseId, Duration timeout) throws InterruptedException {
+        String key = idempotencyKey(purchaseId);
+        OutsideHttp.Answer answer;
+        try {
+            answer = http.getJson(http.uri(config.path() + "?idempotencyKey=" + URLEncoder.encode(key, StandardCharsets.UTF_8)), timeout);
+        } catch (IOException e) {
+            return new Lookup.Unclear(e.getClass().getSimpleName() + " " + e.getMessage());
+        }
+        if (answer.status() == 404) {
+            return new Lookup.None();
+        }
+        if (answer.status() != 200) {
+            return new Lookup.Unclear("the provider answered " + answer.status());
+        }
+        return switch (captured(answer.body())) {
+            case Charge.Captured captured -> new Lookup.Captured(captured.paymentId());
+            default -> new Lookup.Unclear("the provider's answer does not say captured: " + answer.body());
+        };
     }
 
     /** What one call told: the charge, and whether asking again with the same key could settle it. */

@@ -12,6 +12,7 @@ import lastseat.payment.PaymentOrder;
 import lastseat.payment.PaymentUnavailable;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
+import lastseat.web.Problem;
 import lastseat.work.Timeline;
 
 import java.util.List;
@@ -67,10 +68,9 @@ public final class PurchaseFlow {
     }
 
     private Quote check(Hold hold, Deadline deadline, Timeline timeline) throws InterruptedException {
+        Quote quote;
         try {
-            Quote quote = checks.run(hold, deadline, timeline);
-            purchases.markPaying(hold, quote);
-            return quote;
+            quote = checks.run(hold, deadline, timeline);
         } catch (DeadlinePassed e) {
             timeline.endOpen("cancelled");
             throw release(hold, PurchaseState.HELD, "deadline passed during the checks", timeline,
@@ -78,6 +78,13 @@ public final class PurchaseFlow {
         } catch (RuntimeException e) {
             throw release(hold, PurchaseState.HELD, e.getMessage(), timeline, e);
         }
+        try {
+            purchases.markPaying(hold, quote);
+        } catch (TransitionRefused e) {
+            // Cancelled or expired while the checks ran: no payment starts, the seats are back already.
+            throw purchases.notPayable(hold);
+        }
+        return quote;
     }
 
     private static PaymentOrder paymentOrder(Hold hold, Quote quote) {
@@ -114,6 +121,9 @@ public final class PurchaseFlow {
         try {
             purchases.release(hold, from, reason, timeline);
             return outcome;
+        } catch (TransitionRefused e) {
+            // Somebody else ended it first (the buyer cancelled, the hold expired): say that instead.
+            return from == PurchaseState.HELD ? purchases.notPayable(hold) : e;
         } catch (RuntimeException e) {
             e.addSuppressed(outcome);
             LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " could not be released (" + reason
@@ -130,11 +140,32 @@ public final class PurchaseFlow {
     private Outcome confirm(Hold hold, Quote quote, String paymentId, Timeline timeline) {
         try {
             return new Outcome(purchases.confirm(hold, quote, paymentId, timeline), true);
+        } catch (Purchases.HoldExpired e) {
+            return refund(hold, quote, paymentId, timeline);
         } catch (RuntimeException e) {
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged (" + paymentId
                                    + ") but could not be confirmed; it stays pending", e);
             return pending(hold, quote, "charged as " + paymentId + " but not confirmed: " + e.getMessage(), timeline);
         }
+    }
+
+    /**
+     * The payment was captured after the hold had expired: the seats are no longer promised, so the
+     * money goes back (queued durably with the state change) and the buyer is told, with a 409
+     * that is stored for the key like any answer. If even that cannot be written, the purchase is
+     * left pending for the reconciler, which finds the capture and settles it.
+     */
+    private Outcome refund(Hold hold, Quote quote, String paymentId, Timeline timeline) {
+        try {
+            purchases.refund(hold, PurchaseState.PAYING, paymentId, "the hold expired before the payment was confirmed", timeline);
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged after its hold expired and could not be "
+                                   + "refunded now; it stays pending", e);
+            return pending(hold, quote, "charged as " + paymentId + " after the hold expired: " + e.getMessage(), timeline);
+        }
+        throw new Problem(409, "hold-expired-refunded", "Hold expired, payment refunded",
+                "The hold on " + String.join(", ", hold.seats()) + " expired before the payment was confirmed; the payment "
+                + paymentId + " is being refunded", java.util.Map.of("purchaseId", hold.purchaseId(), "state", "REFUNDED"), null, null);
     }
 
     private Outcome pending(Hold hold, Quote quote, String reason, Timeline timeline) {

@@ -14,6 +14,7 @@ import lastseat.web.Problem;
 import lastseat.web.Reply;
 import lastseat.work.Deadline;
 
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
@@ -61,7 +62,8 @@ public final class PurchaseRoutes {
 
     public void register(HttpRouting.Builder routing) {
         routing.post("/purchases", this::purchase)
-               .get("/purchases/{id}", this::find);
+               .get("/purchases/{id}", this::find)
+               .post("/purchases/{id}/cancel", this::cancel);
     }
 
     private void purchase(ServerRequest request, ServerResponse response) {
@@ -107,36 +109,84 @@ public final class PurchaseRoutes {
 
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
     private Reply admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response) {
-        switch (keys.claim(key, IdempotencyKeys.fingerprint(body))) {
+        return switch (keys.claim(key, IdempotencyKeys.fingerprint(body))) {
             case IdempotencyKeys.Claim.Replay replay -> {
                 response.header(HeaderNames.create("Idempotent-Replayed"), "true");
-                return replay.reply();
+                // A pending answer is not final: the retry is told where the purchase stands now.
+                yield replay.reply().status() == 202 ? current(replay.reply()) : replay.reply();
             }
-            case IdempotencyKeys.Claim.Fresh fresh -> {
-                Reply reply;
-                try {
-                    reply = run(order, deadline);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    metrics.outcome(503);
-                    // The payment may have left: the key stays in flight so that no retry starts a second purchase.
-                    return Reply.problem(new Problem(503, "shutting-down", "Shutting down",
-                            "The server is stopping; the purchase is left for recovery to finish"), "/purchases");
-                }
-                try {
-                    if (RETRYABLE.contains(reply.status())) {
-                        keys.forget(key);
-                    } else {
-                        keys.complete(key, reply);
-                    }
-                } catch (RuntimeException e) {
-                    // The buyer still gets the real outcome; the key stays in flight, so a retry with it is
-                    // refused (409) rather than run again: it must not become a second purchase.
-                    LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
-                }
-                return reply;
-            }
+            case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline);
+            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, order, deadline);
+        };
+    }
+
+    /**
+     * A retry of a request whose process stopped before answering. Where its purchase got to decides:
+     * still moving (recovery has not reached it) → 409, retry later; paid or pending → its current
+     * state, stored for the key; never started, released or expired (nothing charged) → run afresh.
+     */
+    private Reply resume(String key, IdempotencyKeys.Claim.Abandoned abandoned, Order order, Deadline deadline) {
+        Optional<String> id = purchases.byKey(key);
+        Optional<PurchaseState> state = id.flatMap(purchases::stateOf);
+        if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
+            throw IdempotencyKeys.inFlight(key);
         }
+        if (!keys.takeOver(key, abandoned.claimedAt())) {
+            throw IdempotencyKeys.inFlight(key);
+        }
+        if (state.isEmpty() || List.of(PurchaseState.RELEASED, PurchaseState.EXPIRED).contains(state.get())) {
+            return runFresh(key, order, deadline);
+        }
+        Reply reply = current(id.get());
+        keys.complete(key, reply);
+        return reply;
+    }
+
+    private Reply runFresh(String key, Order order, Deadline deadline) {
+        Reply reply;
+        try {
+            reply = run(order, deadline);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            metrics.outcome(503);
+            // The payment may have left: the key stays in flight so that no retry starts a second purchase.
+            return Reply.problem(new Problem(503, "shutting-down", "Shutting down",
+                    "The server is stopping; the purchase is left for recovery to finish"), "/purchases");
+        }
+        try {
+            if (RETRYABLE.contains(reply.status())) {
+                keys.forget(key);
+            } else {
+                keys.complete(key, reply);
+            }
+        } catch (RuntimeException e) {
+            // The buyer still gets the real outcome; the key stays in flight, so a retry with it is
+            // refused (409) rather than run again: it must not become a second purchase.
+            LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
+        }
+        return reply;
+    }
+
+    /** The purchase a stored pending answer was about, as it stands now. */
+    private Reply current(Reply pending) {
+        String location = pending.location();
+        return location == null ? pending : current(location.substring(location.lastIndexOf('/') + 1));
+    }
+
+    /** 201 once confirmed, 202 while the payment is unknown, 200 otherwise; the state says which. */
+    private Reply current(String id) {
+        PurchaseView view = purchases.find(id).orElseThrow().withoutTimeline();
+        int status = switch (PurchaseState.valueOf(view.state())) {
+            case CONFIRMED -> 201;
+            case PAYMENT_UNKNOWN, PAYING, HELD -> 202;
+            default -> 200;
+        };
+        return Reply.json(status, view, "/purchases/" + id);
+    }
+
+    private void cancel(ServerRequest request, ServerResponse response) {
+        String id = request.path().pathParameters().get("id");
+        Reply.json(200, purchases.cancel(id).withoutTimeline(), "/purchases/" + id).send(response);
     }
 
     private Problem tooMany() {

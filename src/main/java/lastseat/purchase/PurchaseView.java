@@ -22,6 +22,11 @@ public record PurchaseView(String id, String state, String eventId, List<String>
     public record Step(String step, String startedAt, String endedAt, String outcome) {
     }
 
+    /** The same purchase without its timeline, as answers to POST show it. */
+    PurchaseView withoutTimeline() {
+        return new PurchaseView(id, state, eventId, seats, amount, tax, total, currency, tickets, reason, holdExpiresAt, null);
+    }
+
     /** The answer to a purchase, from what the flow knows (the hold, the quote, the tickets it wrote). */
     static PurchaseView of(Hold hold, Quote quote, PurchaseState state, List<Ticket> tickets) {
         return new PurchaseView(hold.purchaseId(), state.name(), hold.eventId(), hold.seats(),

@@ -236,7 +236,10 @@ class PurchaseTest {
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         assertThat(answer.json().path("state").asText()).isEqualTo("PAYMENT_UNKNOWN");
-        assertThat(retry.raw()).as("the retry is the same answer, not a second purchase").isEqualTo(answer.raw());
+        assertThat(retry.status()).as("the retry is told where the purchase stands, not run again: " + retry).isEqualTo(202);
+        assertThat(retry.header("Idempotent-Replayed")).isEqualTo("true");
+        assertThat(retry.json().path("id").asText()).isEqualTo(answer.json().path("id").asText());
+        assertThat(retry.json().path("state").asText()).isEqualTo("PAYMENT_UNKNOWN");
         app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
         assertThat(app.client.event(event).path("held").asInt()).as("the seat stays held for reconciliation").isEqualTo(1);
     }

@@ -1,0 +1,63 @@
+package lastseat.purchase;
+
+import lastseat.payment.PaymentGateway;
+import lastseat.work.Worker;
+
+import java.time.Clock;
+import java.time.Duration;
+
+/**
+ * The purchase's background jobs of this instance: the {@link Sweeper} (expiry, recovery of what a
+ * stopped process left; its first run at start-up) and the {@link Reconciler} of unknown payments.
+ * Closing stops both, each after the pass in progress.
+ */
+public final class PurchaseWorkers implements AutoCloseable {
+    private final Sweeper sweeper;
+    private final Reconciler reconciler;
+    private final Purchases purchases;
+    private final Duration sweepInterval;
+    private final Duration reconcileInterval;
+    private Worker sweeping;
+    private Worker reconciling;
+
+    public PurchaseWorkers(Purchases purchases, PaymentGateway payments, SweepConfig sweep, ReconcileConfig reconcile,
+                           PurchaseConfig purchase, Clock clock) {
+        this.purchases = purchases;
+        this.sweeper = new Sweeper(purchases, sweep, purchase.deadline(), clock);
+        this.reconciler = new Reconciler(purchases, payments, reconcile, clock);
+        this.sweepInterval = sweep.interval();
+        this.reconcileInterval = reconcile.interval();
+    }
+
+    public synchronized void start() {
+        if (sweeping == null) {
+            sweeping = Worker.start("sweeper", sweepInterval, sweeper::sweep);
+            reconciling = Worker.start("reconciler", reconcileInterval, reconciler::reconcile);
+        }
+    }
+
+    /** Purchases whose payment is unknown, and how long the oldest has waited (for the metrics). */
+    public int unknownPayments() {
+        return purchases.unknownAge().count();
+    }
+
+    public double oldestUnknownSeconds() {
+        return purchases.unknownAge().oldest().toMillis() / 1000.0;
+    }
+
+    int sweepNow() {
+        return sweeper.sweep();
+    }
+
+    int reconcileNow() throws InterruptedException {
+        return reconciler.reconcile();
+    }
+
+    @Override
+    public synchronized void close() {
+        if (sweeping != null) {
+            sweeping.close();
+            reconciling.close();
+        }
+    }
+}

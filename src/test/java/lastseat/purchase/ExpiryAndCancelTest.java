@@ -1,0 +1,204 @@
+package lastseat.purchase;
+
+import lastseat.inventory.Hold;
+import lastseat.inventory.Order;
+import lastseat.stubs.Ledger;
+import lastseat.support.Client;
+import lastseat.support.Invariants;
+import lastseat.support.TestApp;
+import lastseat.support.Together;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A hold's end: expiry by the sweeper or by a later buyer who wants the seat, never while its
+ * payment is in flight; a payment captured after the hold expired is refunded once; the buyer's
+ * cancel. Holds last 300 ms here and the background jobs only run when a test asks, so every
+ * sweep is one the test made.
+ */
+class ExpiryAndCancelTest {
+    private static final Duration TTL = Duration.ofMillis(300);
+    private static TestApp app;
+    private String event;
+
+    @BeforeAll
+    static void start() {
+        app = TestApp.start(Map.of("purchase.hold-ttl", TTL.toMillis() + "ms",
+                                   "purchase.sweep-interval", "10m",
+                                   "reconcile.interval", "10m"));
+    }
+
+    @AfterAll
+    static void stop() {
+        app.close();
+    }
+
+    @BeforeEach
+    void setUp() {
+        app.resetStubs();
+        event = app.newEvent("A1");
+    }
+
+    @AfterEach
+    void invariantsHoldAndResourcesCameBack() {
+        Invariants.hold(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
+    @Test
+    void twoSweepersRacingExpireAnExpiredHoldOnceAndItsSeatComesBackOnce() {
+        Hold hold = hold("A1");
+        awaitExpiry(hold);
+
+        List<Integer> moved = Together.run(2, i -> app.services().purchaseWorkers().sweepNow());
+
+        assertThat(moved.stream().mapToInt(Integer::intValue).sum()).as("moved by the two sweepers together").isEqualTo(1);
+        assertThat(app.db.purchaseState(hold.purchaseId())).isEqualTo("EXPIRED");
+        assertThat(app.client.event(event).path("available").asInt()).isEqualTo(1);
+        assertThat(app.client.get("/purchases/" + hold.purchaseId()).json().path("timeline").findValuesAsText("step"))
+                .containsExactly("expire");
+    }
+
+    @Test
+    void anExpiredHoldCountsAsAvailableBeforeTheSweeperRunsAndALaterBuyerGetsTheSeat() {
+        Hold hold = hold("A1");
+        awaitExpiry(hold);
+
+        String stateBefore = app.db.purchaseState(hold.purchaseId());
+        int availableBefore = app.client.event(event).path("available").asInt();
+        Client.Answer later = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(stateBefore).as("nobody has expired it yet").isEqualTo("HELD");
+        assertThat(availableBefore).as("reads treat the expired hold as available").isEqualTo(1);
+        assertThat(later.status()).as(later.toString()).isEqualTo(201);
+        assertThat(app.db.purchaseState(hold.purchaseId())).isEqualTo("EXPIRED");
+        assertThat(app.services().purchaseWorkers().sweepNow()).as("nothing left for the sweeper").isZero();
+        assertThat(app.client.event(event).path("sold").asInt()).isEqualTo(1);
+    }
+
+    @Test
+    void aPaymentInFlightPastTheHoldsExpiryIsNotExpiredAndItsLateCaptureIsRefundedOnce() {
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                  .willReturn(aResponse().withStatus(201).withFixedDelay(500).withTransformers("ledger")));
+        var sweeps = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            // Sweep while the payment is in flight and the hold has expired: it must not be touched.
+            awaitState("PAYING");
+            sleepPast(TTL.plusMillis(50));
+            return app.services().purchaseWorkers().sweepNow();
+        });
+
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(sweeps.join()).as("the sweeper never expires a hold whose payment is in flight").isZero();
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(409);
+        assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:hold-expired-refunded");
+        String id = answer.json().path("purchaseId").asText();
+        assertThat(app.db.purchaseState(id)).isEqualTo("REFUNDED");
+        assertThat(Ledger.payments()).as("captured once").hasSize(1);
+        assertThat(app.db.strings("SELECT dedupe_key FROM outbox WHERE purchase_id = ? ORDER BY kind", id))
+                .as("the refund and the buyer's email are queued once, each with its own key")
+                .containsExactly(id + ":refund", id + ":refund-email");
+        assertThat(app.client.event(event).path("available").asInt()).as("the seat is back").isEqualTo(1);
+        assertThat(app.client.get("/purchases/" + id).json().path("timeline").findValuesAsText("step")).contains("refund");
+    }
+
+    @Test
+    void aBuyerCancelsAHeldPurchaseOnceAndASecondCancelIsRefusedChangingNothing() {
+        Hold hold = hold("A1");
+
+        Client.Answer first = app.client.post("/purchases/" + hold.purchaseId() + "/cancel", null, "");
+        Client.Answer second = app.client.post("/purchases/" + hold.purchaseId() + "/cancel", null, "");
+        Client.Answer unknown = app.client.post("/purchases/" + UUID.randomUUID() + "/cancel", null, "");
+
+        assertThat(first.status()).as(first.toString()).isEqualTo(200);
+        assertThat(first.json().path("state").asText()).isEqualTo("RELEASED");
+        assertThat(second.status()).isEqualTo(409);
+        assertThat(second.json().path("type").asText()).isEqualTo("urn:lastseat:problem:purchase-not-cancellable");
+        assertThat(second.json().path("state").asText()).isEqualTo("RELEASED");
+        assertThat(unknown.status()).isEqualTo(404);
+        assertThat(app.client.event(event).path("available").asInt()).as("the seat came back once").isEqualTo(1);
+    }
+
+    @Test
+    void aConfirmedPurchaseCannotBeCancelled() {
+        Client.Answer bought = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        String id = bought.json().path("id").asText();
+
+        Client.Answer cancel = app.client.post("/purchases/" + id + "/cancel", null, "");
+
+        assertThat(bought.status()).isEqualTo(201);
+        assertThat(cancel.status()).isEqualTo(409);
+        assertThat(cancel.json().path("detail").asText()).contains("CONFIRMED");
+        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.client.event(event).path("sold").asInt()).isEqualTo(1);
+    }
+
+    @Test
+    void aCancelWhileTheChecksRunStopsThePurchaseBeforeAnyPayment() {
+        app.stubs.stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(aResponse()
+                .withStatus(200).withHeader("Content-Type", "application/json")
+                .withBodyFile("fraud-check-approve.json").withFixedDelay(400)));
+        var cancel = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            String id = awaitState("HELD");
+            return app.client.post("/purchases/" + id + "/cancel", null, "");
+        });
+
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+
+        assertThat(cancel.join().status()).isEqualTo(200);
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(409);
+        assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:purchase-cancelled");
+        app.stubs.verify(0, postRequestedFor(urlPathEqualTo("/payments")));
+        Invariants.nothingHeld(app, event);
+    }
+
+    private Hold hold(String seat) {
+        return app.services().inventory().reserve(new Order(event, List.of(seat), 1, "ada", "ada@example.com", "tok_ok",
+                                                            UUID.randomUUID().toString()));
+    }
+
+    private static void awaitExpiry(Hold hold) {
+        sleepPast(Duration.between(Instant.now(), hold.expiresAt()).plusMillis(20));
+    }
+
+    /** Waits (bounded) until the event's purchase is in {@code state}; returns its id. */
+    private String awaitState(String state) {
+        long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        while (System.nanoTime() < until) {
+            List<String> ids = app.db.strings("SELECT id FROM purchases WHERE event_id = ? AND state = ?", event, state);
+            if (!ids.isEmpty()) {
+                return ids.getFirst();
+            }
+            Thread.onSpinWait();
+        }
+        throw new AssertionError("no purchase of " + event + " reached " + state);
+    }
+
+    /** Lets the clock pass a hold's expiry: the thing under test is time itself. */
+    private static void sleepPast(Duration duration) {
+        if (duration.isNegative()) {
+            return;
+        }
+        try {
+            Thread.sleep(duration);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
+        }
+    }
+}
