@@ -21,7 +21,8 @@ public final class Drills {
     }
 
     static List<Drill> catalogue() {
-        return Stream.of(CheckDrills.all().stream(), PaymentDrills.all().stream(), Stream.of(StampedeDrill.drill()))
+        return Stream.of(CheckDrills.all().stream(), PaymentDrills.all().stream(), Stream.of(StampedeDrill.drill()),
+                         LifecycleDrills.all().stream())
                 .flatMap(s -> s).toList();
     }
 

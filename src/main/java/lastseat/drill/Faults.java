@@ -40,6 +40,14 @@ final class Faults {
         return mapping(path, Target.object().put("fault", fault));
     }
 
+    /** The provider captures (through the ledger) and answers after a delay drawn uniformly from [lower, upper] ms. */
+    static String uniformPayment(int lowerMillis, int upperMillis) {
+        ObjectNode response = Target.object().put("status", 201);
+        response.set("transformers", Target.array().add("ledger"));
+        response.putObject("delayDistribution").put("type", "uniform").put("lower", lowerMillis).put("upper", upperMillis);
+        return mapping(PAYMENTS, response);
+    }
+
     /** The same stub, answering (or failing) {@code delayMillis} late. */
     static String after(int delayMillis, String mapping) {
         ObjectNode stub = parse(mapping);

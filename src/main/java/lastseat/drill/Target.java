@@ -45,6 +45,15 @@ public final class Target {
         return service;
     }
 
+    URI stubs() {
+        return stubs;
+    }
+
+    /** The same stubs, another lastseat (one a drill started itself). */
+    Target on(URI otherService) {
+        return new Target(otherService, stubs);
+    }
+
     /** One HTTP answer and how long it took from send to the last byte, on the drill's clock. */
     record Answer(int status, Map<String, List<String>> headers, String body, long elapsedMillis) {
         JsonNode json() {
@@ -124,6 +133,11 @@ public final class Target {
         return ok(send(get(service, "/drills/invariants?event=" + eventId)));
     }
 
+    /** {@code GET /outbox?state=…}: the count and up to 100 rows. */
+    JsonNode outbox(String state) {
+        return ok(send(get(service, "/outbox?state=" + state)));
+    }
+
     Answer stampede(String mode, int buyers, int seats) {
         return send(post(service, "/drills/stampede",
                          "{\"mode\":\"" + mode + "\",\"buyers\":" + buyers + ",\"seats\":" + seats + "}", Map.of()));
@@ -160,12 +174,18 @@ public final class Target {
         }
     }
 
-    /** Adds a stub mapping (WireMock JSON) in front of the file mappings. */
-    void stub(String mapping) {
+    /** Adds a stub mapping (WireMock JSON) in front of the file mappings; returns its id. */
+    String stub(String mapping) {
         Answer answer = send(post(stubs, "/__admin/mappings", mapping, Map.of()));
         if (answer.status() != 201) {
             throw new IllegalStateException("WireMock refused the stub (" + answer.status() + "): " + answer.body());
         }
+        return answer.json().path("id").asText();
+    }
+
+    /** Removes one stub added by {@link #stub}; the journal and the ledger stay. */
+    void unstub(String id) {
+        send(HttpRequest.newBuilder(stubs.resolve("/__admin/mappings/" + id)).timeout(REQUEST_TIMEOUT).DELETE().build());
     }
 
     /** The requests WireMock received for {@code method urlPath}, oldest first. */

@@ -1,0 +1,132 @@
+package lastseat.drill;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A lastseat in a process of its own, for the drills that must kill it ({@code kill -9}) or run it
+ * with settings of their own: same classpath and JDK as the drill, H2 in {@code dataDir}, the given
+ * stubs. Closing kills it if it is still alive; every wait is bounded.
+ */
+final class ServerProcess implements AutoCloseable {
+    private static final Duration START_WAIT = Duration.ofSeconds(60);
+    private final Process process;
+    private final URI url;
+    private final Path log;
+
+    private ServerProcess(Process process, URI url, Path log) {
+        this.process = process;
+        this.url = url;
+        this.log = log;
+    }
+
+    /** Starts lastseat with drills enabled and {@code settings} as system properties; returns once it is healthy. */
+    static ServerProcess start(Path dataDir, URI stubs, Map<String, String> settings) {
+        try {
+            Files.createDirectories(dataDir);
+            int port = freePort();
+            Path log = dataDir.resolve("lastseat-" + port + ".log");
+            List<String> command = new ArrayList<>(List.of(
+                    ProcessHandle.current().info().command().orElse("java"), "--enable-preview",
+                    "-Dserver.port=" + port, "-Dserver.host=127.0.0.1",
+                    "-Doutside.base-url=" + stubs.toString().replaceAll("/$", ""),
+                    "-Ddb.url=jdbc:h2:file:" + dataDir.resolve("lastseat").toAbsolutePath(),
+                    "-Ddrills.enabled=true"));
+            settings.forEach((key, value) -> command.add("-D" + key + "=" + value));
+            command.addAll(List.of("-cp", classpath(), "lastseat.Main"));
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            ServerProcess server = new ServerProcess(process, URI.create("http://127.0.0.1:" + port), log);
+            server.awaitHealthy();
+            return server;
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not start lastseat: " + e.getMessage(), e);
+        }
+    }
+
+    URI url() {
+        return url;
+    }
+
+    /** SIGKILL, as {@code kill -9}: no shutdown hook runs, nothing is flushed or finished. */
+    void kill() {
+        process.destroyForcibly();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("lastseat did not die within 10 s of SIGKILL");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while killing lastseat", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            kill();
+        }
+    }
+
+    /** The drill's own classpath: under Maven's test runner the real one is in surefire.test.class.path. */
+    private static String classpath() {
+        return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private void awaitHealthy() {
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+        long until = System.nanoTime() + START_WAIT.toNanos();
+        try {
+            while (System.nanoTime() < until) {
+                if (!process.isAlive()) {
+                    throw new IllegalStateException("lastseat stopped while starting: " + tail());
+                }
+                try {
+                    HttpResponse<Void> health = http.send(HttpRequest.newBuilder(url.resolve("/observe/health"))
+                                                                  .timeout(Duration.ofSeconds(2)).build(),
+                                                          HttpResponse.BodyHandlers.discarding());
+                    if (health.statusCode() == 200) {
+                        return;
+                    }
+                } catch (IOException notYet) {
+                    // not listening yet
+                }
+                Thread.sleep(100);
+            }
+            throw new IllegalStateException("lastseat did not become healthy within " + START_WAIT.toSeconds() + " s: " + tail());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            close();
+            throw new IllegalStateException("interrupted while lastseat started", e);
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    private String tail() {
+        try {
+            List<String> lines = Files.readAllLines(log);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e.getMessage() + ")";
+        }
+    }
+}
