@@ -101,7 +101,7 @@ class IdempotencyTest {
         assertThat(answer.status()).isEqualTo(400);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:idempotency-key-missing");
         assertThat(app.db.count("SELECT COUNT(*) FROM purchases WHERE event_id = ?", event)).isZero();
-        assertThat(app.stubs.getAllServeEvents()).isEmpty();
+        assertThat(app.purchaseCalls()).isEmpty();
     }
 
     @Test

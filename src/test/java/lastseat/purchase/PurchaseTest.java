@@ -86,7 +86,7 @@ class PurchaseTest {
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:seats-taken");
         assertThat(answer.json().path("seats").toString()).isEqualTo("[\"A1\"]");
         assertThat(answer.json().path("detail").asText()).isEqualTo("A1 is already taken");
-        assertThat(app.stubs.getAllServeEvents()).as("no outside call for a refused reservation").isEmpty();
+        assertThat(app.purchaseCalls()).as("no outside call for a refused reservation").isEmpty();
         assertThat(app.client.event(event).path("available").asInt()).as("A2 was not kept").isEqualTo(2);
     }
 
@@ -100,7 +100,7 @@ class PurchaseTest {
         assertThat(answer.status()).as(answer.toString()).isEqualTo(409);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:sold-out");
         assertThat(answer.json().path("available").asInt()).isEqualTo(1);
-        assertThat(app.stubs.getAllServeEvents()).isEmpty();
+        assertThat(app.purchaseCalls()).isEmpty();
         Invariants.nothingHeld(app, event);
     }
 

@@ -97,6 +97,18 @@ public final class TestApp implements AutoCloseable {
         InFlight.reset();
     }
 
+    /**
+     * The calls a purchase makes (fraud, tax, payment), leaving out the background jobs' own
+     * traffic (reconciliation lookups, outbox deliveries) that may arrive at any moment.
+     */
+    public java.util.List<com.github.tomakehurst.wiremock.stubbing.ServeEvent> purchaseCalls() {
+        return stubs.getAllServeEvents().stream()
+                .filter(e -> e.getRequest().getMethod().getName().equals("POST"))
+                .filter(e -> java.util.List.of("/fraud/checks", "/tax/quotes", "/payments")
+                        .contains(e.getRequest().getUrl().split("\\?")[0]))
+                .toList();
+    }
+
     public String newEvent(int capacity) {
         return client.createEvent(capacity).path("id").asText();
     }

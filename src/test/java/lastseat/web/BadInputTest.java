@@ -87,7 +87,7 @@ class BadInputTest {
         assertThat(APP.db.count("SELECT COUNT(*) FROM idempotency_keys")).isEqualTo(keysBefore);
         assertThat(APP.db.count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
         assertThat(APP.client.event(EVENT).path("available").asInt()).isEqualTo(5);
-        assertThat(APP.stubs.getAllServeEvents()).isEmpty();
+        assertThat(APP.purchaseCalls()).isEmpty();
     }
 
     @org.junit.jupiter.api.Test
