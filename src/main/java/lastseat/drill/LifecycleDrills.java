@@ -224,6 +224,9 @@ final class LifecycleDrills {
             boolean terminal = await(bound, () -> own.invariants(event).path("purchases").findValuesAsText("state")
                     .stream().noneMatch(OPEN::contains));
             long terminalMillis = (System.nanoTime() - restarted) / 1_000_000;
+            if (!terminal) {
+                findings.note("the restarted server's threads: " + second.threadDump());
+            }
             findings.note("final answers to the retries: " + Target.describe(new ArrayList<>(answers.values())));
             findings.check(answered, "every client got a final answer to its key");
             findings.check(terminal && terminalMillis <= bound.toMillis(),

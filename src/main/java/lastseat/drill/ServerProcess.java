@@ -59,6 +59,28 @@ final class ServerProcess implements AutoCloseable {
         return url;
     }
 
+    /**
+     * Writes the process's threads (jcmd Thread.print) next to its log, for a drill that found it
+     * stuck; returns the file, or why there is none.
+     */
+    String threadDump() {
+        Path dump = log.resolveSibling(log.getFileName().toString().replace(".log", "-threads.txt"));
+        String jcmd = ProcessHandle.current().info().command().map(java -> java.replaceAll("java$", "jcmd")).orElse("jcmd");
+        try {
+            Process p = new ProcessBuilder(jcmd, Long.toString(process.pid()), "Thread.print")
+                    .redirectErrorStream(true).redirectOutput(dump.toFile()).start();
+            if (!p.waitFor(20, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+            return dump.toString();
+        } catch (IOException e) {
+            return "(no thread dump: " + e.getMessage() + ")";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "(no thread dump: interrupted)";
+        }
+    }
+
     /** SIGKILL, as {@code kill -9}: no shutdown hook runs, nothing is flushed or finished. */
     void kill() {
         process.destroyForcibly();
