@@ -84,7 +84,28 @@ public final class Database implements AutoCloseable {
                 connection.setAutoCommit(true);
             }
         } catch (SQLException e) {
-            throw new DatabaseException(e);
+            throw failure(e);
+        }
+    }
+
+    /**
+     * Runs {@code work} as one read-only REPEATABLE READ transaction: every statement sees the same
+     * committed state (on PostgreSQL, statements of a READ COMMITTED transaction each see their own).
+     */
+    public <T> T snapshot(SqlWork<T> work) {
+        try (Connection connection = pool.getConnection()) {
+            int isolation = connection.getTransactionIsolation();
+            connection.setTransactionIsolation(Connection.TRANSACTION_REPEATABLE_READ);
+            connection.setAutoCommit(false);
+            try {
+                return work.run(connection);
+            } finally {
+                connection.rollback();
+                connection.setAutoCommit(true);
+                connection.setTransactionIsolation(isolation);
+            }
+        } catch (SQLException e) {
+            throw failure(e);
         }
     }
 
@@ -93,8 +114,20 @@ public final class Database implements AutoCloseable {
         try (Connection connection = pool.getConnection()) {
             return work.run(connection);
         } catch (SQLException e) {
-            throw new DatabaseException(e);
+            throw failure(e);
         }
+    }
+
+    /**
+     * An exhausted pool, or a row lock not granted within db.lock-timeout, is overload: answered 503
+     * like other capacity limits (the transaction was rolled back, nothing changed). Anything else
+     * is a failure.
+     */
+    private static RuntimeException failure(SQLException e) {
+        boolean busy = e instanceof java.sql.SQLTransientConnectionException
+                       || "55P03".equals(e.getSQLState())      // PostgreSQL lock_not_available
+                       || e.getErrorCode() == 50200;           // H2 LOCK_TIMEOUT_1
+        return busy ? new DatabaseBusy(e) : new DatabaseException(e);
     }
 
     public static boolean isUniqueViolation(SQLException e) {

@@ -50,7 +50,7 @@ final class InvariantCheck {
     /** Empty when there is no such event. */
     java.util.Optional<Result> check(String eventId) {
         OffsetDateTime now = clock.instant().atOffset(ZoneOffset.UTC);
-        return db.read(c -> {
+        return db.snapshot(c -> {
             List<Integer> capacity = Sql.list(c, "SELECT capacity FROM events WHERE id = ?", rs -> rs.getInt(1), eventId);
             if (capacity.isEmpty()) {
                 return java.util.Optional.empty();
