@@ -49,6 +49,10 @@ public record Services(Database db, Inventory inventory, Purchases purchases, Pa
         ReconcileConfig reconcileConfig = ReconcileConfig.from(config);
         OutboxConfig outboxConfig = OutboxConfig.from(config);
         int eventBodyBytes = lastseat.config.Values.integer(config.get("events"), "max-body-bytes", 1024, 16 * 1024 * 1024);
+        if (purchaseConfig.shedAfter().compareTo(purchaseConfig.deadline()) > 0) {
+            throw new IllegalStateException("Configuration purchase.shed-after (" + purchaseConfig.shedAfter()
+                                            + ") must not be longer than purchase.deadline (" + purchaseConfig.deadline() + ")");
+        }
         if (paymentConfig.maxWait().compareTo(purchaseConfig.deadline()) > 0) {
             throw new IllegalStateException("Configuration payment.max-wait (" + paymentConfig.maxWait()
                                             + ") must not be longer than purchase.deadline (" + purchaseConfig.deadline() + ")");

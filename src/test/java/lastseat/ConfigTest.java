@@ -28,6 +28,7 @@ class ConfigTest {
             "purchase.max-in-flight, 0, purchase.max-in-flight",
             "payment.max-attempts, 0, payment.max-attempts",
             "drills.max-buyers, 1, drills.max-buyers",
+            "purchase.shed-after, 2s, purchase.shed-after",
     })
     void aBadValueStopsStartUpNamingTheKey(String key, String value, String named) {
         Config config = Config.just(ConfigSources.create(Map.of(key, value, "db.url", "jdbc:h2:mem:never-opened")),

@@ -248,7 +248,7 @@ public final class Inventory {
                 List<SeatPosition> found = new ArrayList<>();
                 candidates.setString(1, eventId);
                 candidates.setInt(2, after);
-                candidates.setInt(3, (quantity - claimed.size()) * 4 + 8);
+                candidates.setInt(3, (quantity - claimed.size()) * 4 + CANDIDATE_SPREAD);
                 try (ResultSet rs = candidates.executeQuery()) {
                     while (rs.next()) {
                         found.add(new SeatPosition(rs.getString(1), rs.getInt(2)));
@@ -257,7 +257,7 @@ public final class Inventory {
                 if (found.isEmpty()) {
                     break;
                 }
-                for (SeatPosition seat : found) {
+                for (SeatPosition seat : inTryOrder(found, quantity)) {
                     if (claimed.size() == quantity) {
                         break;
                     }
@@ -272,6 +272,26 @@ public final class Inventory {
             return new Claim.Missed(null);
         }
         return priced(c, eventId, claimed);
+    }
+
+    /** Free seats a quantity buyer looks at beyond what it needs, so that a crowd spreads over them. */
+    private static final int CANDIDATE_SPREAD = 32;
+
+    /**
+     * The order a quantity buyer tries its candidates in. Buyers who all tried the lowest free seat
+     * first would queue on that one row's lock, one commit after another — under a crowd on two
+     * cores that queue outlived the deadline (bin/bench overload). A buyer of one seat starts at a
+     * random candidate instead; it never holds two rows, so no order of its can deadlock. A buyer of
+     * several keeps seat order, which is what keeps two of them from deadlocking each other.
+     */
+    private static List<SeatPosition> inTryOrder(List<SeatPosition> found, int quantity) {
+        if (quantity > 1 || found.size() < 2) {
+            return found;
+        }
+        int start = java.util.concurrent.ThreadLocalRandom.current().nextInt(found.size());
+        List<SeatPosition> rotated = new ArrayList<>(found.subList(start, found.size()));
+        rotated.addAll(found.subList(0, start));
+        return rotated;
     }
 
     private static PreparedStatement claimStatement(Connection c) throws SQLException {

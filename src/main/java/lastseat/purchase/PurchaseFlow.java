@@ -53,6 +53,13 @@ public final class PurchaseFlow {
     }
 
     public Outcome purchase(Order order, Deadline deadline) throws InterruptedException {
+        if (config.deadline().minus(deadline.remaining()).compareTo(config.shedAfter()) > 0) {
+            // It waited too long to be served (for a connection, for the CPU) to finish in time: going
+            // on would take seats and CPU from others and then miss anyway. Shed it, unreserved.
+            throw new Problem(503, "overloaded", "Overloaded",
+                    "The server is too busy to finish this purchase in time; nothing was reserved or charged, "
+                    + "try again after Retry-After", java.util.Map.of(), config.retryAfter(), null);
+        }
         Timeline timeline = new Timeline();
         Hold hold = reserve(order, timeline);                                                 // 1. reserve
         Quote quote = check(hold, deadline, timeline);                                        // 2. check

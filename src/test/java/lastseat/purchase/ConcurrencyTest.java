@@ -25,7 +25,7 @@ class ConcurrencyTest {
 
     @BeforeAll
     static void start() {
-        app = TestApp.start(Map.of("purchase.deadline", "3s"));
+        app = TestApp.start(Map.of("purchase.deadline", "3s", "purchase.shed-after", "2s"));
     }
 
     @AfterAll
