@@ -53,3 +53,72 @@ stop_all() {
   [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
 }
+
+# --- PostgreSQL (bin/run --postgres): 127.0.0.1:5432, user postgres, trust auth, as the tests use it ---
+
+PG_HOST=127.0.0.1
+PG_PORT=5432
+PG_USER=postgres
+
+pg_up() {
+  (exec 3<>"/dev/tcp/$PG_HOST/$PG_PORT") 2>/dev/null
+}
+
+# ensure_postgres: starts the local cluster (pg_ctlcluster, as bin/test does) when nothing answers on
+# 127.0.0.1:5432; stops the script, saying how to start it, when that does not help.
+ensure_postgres() {
+  if ! pg_up && command -v pg_ctlcluster >/dev/null 2>&1; then
+    echo "PostgreSQL is not answering on $PG_HOST:$PG_PORT; starting it..."
+    for version in $(ls /etc/postgresql 2>/dev/null); do
+      pg_ctlcluster --skip-systemctl-redirect "$version" main start 2>/dev/null || true
+    done
+    for _ in $(seq 1 40); do pg_up && break; sleep 0.25; done
+  fi
+  if ! pg_up; then
+    echo "Nothing answers on $PG_HOST:$PG_PORT: start PostgreSQL (e.g. 'pg_ctlcluster --skip-systemctl-redirect <version> main start')" \
+         "with trust auth for user $PG_USER, or run bin/run without --postgres to use H2." >&2
+    exit 1
+  fi
+}
+
+# ensure_pg_database NAME: creates the database unless it exists. With psql when it is installed;
+# otherwise with the PostgreSQL JDBC driver lastseat is built with (a Java source file run by the JDK),
+# so no client tools are needed.
+ensure_pg_database() {
+  local name="$1"
+  if command -v psql >/dev/null 2>&1; then
+    if [ "$(psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -XAtqc "SELECT 1 FROM pg_database WHERE datname = '$name'")" != "1" ]; then
+      psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -Xqc "CREATE DATABASE $name" >/dev/null
+      echo "Created the PostgreSQL database $name."
+    fi
+    return
+  fi
+  local src
+  src="$(mktemp -d -t lastseat-createdb.XXXXXX)"
+  cat > "$src/CreateDatabase.java" <<'JAVA'
+import java.sql.DriverManager;
+
+class CreateDatabase {
+    public static void main(String[] args) throws Exception {
+        try (var c = DriverManager.getConnection(args[0], args[1], "");
+             var exists = c.prepareStatement("SELECT 1 FROM pg_database WHERE datname = ?")) {
+            exists.setString(1, args[2]);
+            if (!exists.executeQuery().next()) {
+                try (var create = c.createStatement()) {
+                    create.execute("CREATE DATABASE " + args[2]);
+                }
+                System.out.println("Created the PostgreSQL database " + args[2] + ".");
+            }
+        }
+    }
+}
+JAVA
+  local status=0
+  "$JAVA" -cp "target/lastseat.jar:target/libs/*" "$src/CreateDatabase.java" \
+    "jdbc:postgresql://$PG_HOST:$PG_PORT/postgres" "$PG_USER" "$name" || status=$?
+  rm -rf "$src"
+  if [ "$status" -ne 0 ]; then
+    echo "Could not create the PostgreSQL database $name on $PG_HOST:$PG_PORT as $PG_USER (see above)." >&2
+    exit 1
+  fi
+}

@@ -48,15 +48,20 @@ public final class TestApp implements AutoCloseable {
         return shared;
     }
 
-    /** Starts a separate app; {@code overrides} are configuration keys such as {@code purchase.deadline}. */
-    public static TestApp start(Map<String, String> overrides) {
-        WireMockServer stubs = new WireMockServer(wireMockConfig()
+    /** WireMock as the tests run it (not started): wiremock/ on a free port, with the ledger, the meter and its admin. */
+    public static WireMockServer stubServer() {
+        return new WireMockServer(wireMockConfig()
                 .dynamicPort()
                 .bindAddress("127.0.0.1")
                 .usingFilesUnderDirectory("wiremock")
                 .containerThreads(200)
                 .jettyAcceptQueueSize(1000)
                 .extensions(new Ledger(), new InFlight(), new LedgerAdmin()));
+    }
+
+    /** Starts a separate app; {@code overrides} are configuration keys such as {@code purchase.deadline}. */
+    public static TestApp start(Map<String, String> overrides) {
+        WireMockServer stubs = stubServer();
         stubs.start();
         Path dataDir;
         try {
