@@ -20,7 +20,7 @@ import java.util.concurrent.TimeUnit;
  * with settings of their own: same classpath and JDK as the drill, H2 in {@code dataDir}, the given
  * stubs. Closing kills it if it is still alive; every wait is bounded.
  */
-final class ServerProcess implements AutoCloseable {
+public final class ServerProcess implements AutoCloseable {
     private static final Duration START_WAIT = Duration.ofSeconds(60);
     private final Process process;
     private final URI url;
@@ -33,7 +33,7 @@ final class ServerProcess implements AutoCloseable {
     }
 
     /** Starts lastseat with drills enabled and {@code settings} as system properties; returns once it is healthy. */
-    static ServerProcess start(Path dataDir, URI stubs, Map<String, String> settings) {
+    public static ServerProcess start(Path dataDir, URI stubs, Map<String, String> settings) {
         try {
             Files.createDirectories(dataDir);
             int port = freePort();
@@ -45,6 +45,11 @@ final class ServerProcess implements AutoCloseable {
                     "-Ddb.url=jdbc:h2:file:" + dataDir.resolve("lastseat").toAbsolutePath(),
                     "-Ddrills.enabled=true"));
             settings.forEach((key, value) -> command.add("-D" + key + "=" + value));
+            // LASTSEAT_JAVA_OPTS reaches these servers as it reaches bin/run's (a profiler, say).
+            String extra = System.getenv("LASTSEAT_JAVA_OPTS");
+            if (extra != null && !extra.isBlank()) {
+                command.addAll(List.of(extra.trim().split("\\s+")));
+            }
             command.addAll(List.of("-cp", classpath(), "lastseat.Main"));
             Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
             ServerProcess server = new ServerProcess(process, URI.create("http://127.0.0.1:" + port), log);
@@ -55,15 +60,19 @@ final class ServerProcess implements AutoCloseable {
         }
     }
 
-    URI url() {
+    public URI url() {
         return url;
+    }
+
+    public long pid() {
+        return process.pid();
     }
 
     /**
      * Writes the process's threads (jcmd Thread.print) next to its log, for a drill that found it
      * stuck; returns the file, or why there is none.
      */
-    String threadDump() {
+    public String threadDump() {
         Path dump = log.resolveSibling(log.getFileName().toString().replace(".log", "-threads.txt"));
         String jcmd = ProcessHandle.current().info().command().map(java -> java.replaceAll("java$", "jcmd")).orElse("jcmd");
         try {
@@ -82,7 +91,7 @@ final class ServerProcess implements AutoCloseable {
     }
 
     /** SIGKILL, as {@code kill -9}: no shutdown hook runs, nothing is flushed or finished. */
-    void kill() {
+    public void kill() {
         process.destroyForcibly();
         try {
             if (!process.waitFor(10, TimeUnit.SECONDS)) {
@@ -94,9 +103,18 @@ final class ServerProcess implements AutoCloseable {
         }
     }
 
+    /** Stops it as an operator would (SIGTERM, so shutdown hooks and a profiler's dump run), then SIGKILL after 10 s. */
     @Override
     public void close() {
         if (process.isAlive()) {
+            process.destroy();
+            try {
+                if (process.waitFor(10, TimeUnit.SECONDS)) {
+                    return;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
             kill();
         }
     }
