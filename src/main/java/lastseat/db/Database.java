@@ -47,14 +47,20 @@ public final class Database implements AutoCloseable {
      * H2 keeps committed changes in memory for up to half a second by default (WRITE_DELAY) and
      * has no redo log: a killed process would lose a commit it had already answered for — a
      * confirmation, or the PAYING that says a payment may have left. With WRITE_DELAY=0 every
-     * commit is written to the file before it returns. (H2 does not fsync: a power cut can still
+     * commit is written to the file before it returns, by the committing thread. That thread may be
+     * interrupted (a worker being stopped, a cancelled task), and an interrupted NIO FileChannel
+     * closes itself, which H2 takes for a broken disk and closes the whole database; so the file is
+     * opened through H2's {@code async:} file system (an AsynchronousFileChannel, which an interrupt
+     * does not close; the interrupt stays set). A {@code jdbc:h2:file:} URL becomes
+     * {@code jdbc:h2:async:…;WRITE_DELAY=0} — the same file. (H2 does not fsync: a power cut can still
      * lose the last commits; PostgreSQL is the answer there.)
      */
     static String durable(String url) {
-        if (url.startsWith("jdbc:h2:file:") && !url.toUpperCase(java.util.Locale.ROOT).contains("WRITE_DELAY")) {
-            return url + ";WRITE_DELAY=0";
+        String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length()) : url;
+        if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("WRITE_DELAY")) {
+            durable += ";WRITE_DELAY=0";
         }
-        return url;
+        return durable;
     }
 
     /** Each database says it its own way; an unknown one is left with its default. */
