@@ -18,6 +18,10 @@ record Settings(Duration deadline, Duration slack, int longTailPurchases, int lo
         return new Settings(deadline, slack, longTailPurchases, longTailConcurrency, burst, buyers, mode);
     }
 
+    Settings withSlack(Duration more) {
+        return new Settings(deadline, more, longTailPurchases, longTailConcurrency, burst, stampedeBuyers, stampedeMode);
+    }
+
     Settings withLongTail(int purchases, int concurrency) {
         return new Settings(deadline, slack, purchases, concurrency, burst, stampedeBuyers, stampedeMode);
     }

@@ -78,10 +78,13 @@ final class StampedeDrill {
         long taken = answers.stream().filter(a -> a.status() == 409 && a.json().path("detail").asText().equals("A1 is already taken")).count();
         long shed = answers.stream().filter(a -> a.status() == 503).count();
         findings.note("POST /purchases: " + Target.describe(answers));
-        findings.check(confirmed + late == 1 && confirmed + late + taken + shed == buyers,
-                       "POST /purchases, the real path, " + buyers + " buyers at once: one buyer got the seat ("
-                       + (confirmed == 1 ? "201" : "then ran out of time: 504, seat released") + "); the others 409 \"A1 is already taken\""
-                       + (shed > 0 ? " or 503 (" + shed + " shed by overload before reserving anything)" : ""));
+        // Exactly one buyer wins the claim. On a starved machine the winner may still run out of time
+        // (504, or 503 when too little was left to call the provider): then the seat is back, unsold.
+        boolean seatBack = confirmed == 0 && target.invariants(event).path("available").asInt() == 1;
+        findings.check(confirmed <= 1 && (confirmed == 1 || seatBack) && confirmed + late + taken + shed == buyers,
+                       "POST /purchases, the real path, " + buyers + " buyers at once: "
+                       + (confirmed == 1 ? "one 201" : "the winner ran out of time and the seat is back") + "; the others 409 \"A1 is already taken\""
+                       + (shed > 0 ? " or 503 (" + shed + " shed by overload or out of time, nothing kept)" : ""));
         findings.invariantsHold(target, event);
         findings.figure("real", Map.of("buyers", buyers, "confirmed", confirmed));
     }
