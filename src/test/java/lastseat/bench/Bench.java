@@ -262,7 +262,7 @@ public final class Bench {
     /** Confirmed purchases per second with {@code buyers} buying at once (each buys again as soon as answered). */
     private double throughput(Map<String, String> settings, int buyers, int purchases, String label) throws Exception {
         try (ServerProcess server = server(label, settings)) {
-            String event = newEvent(server, 10_000);
+            String event = newEvent(server, Math.max(purchases, 1));
             warmUp(server);
             long start = System.nanoTime();
             List<Integer> statuses = closed(buyers, purchases, i -> purchase(server, event).status());
@@ -278,12 +278,12 @@ public final class Bench {
         stub(0, 0, 0);
         int n = smoke ? 50 : 1500;
         Map<String, Double> rates = new LinkedHashMap<>();
-        rates.put("H2 file", closedThroughput(Map.of(), n, "h2-file"));
-        rates.put("H2 memory", closedThroughput(Map.of("db.url", "jdbc:h2:mem:bench;DB_CLOSE_DELAY=-1"), n, "h2-mem"));
+        rates.put("H2 file", throughput(Map.of(), 32, n, "h2-file"));
+        rates.put("H2 memory", throughput(Map.of("db.url", "jdbc:h2:mem:bench;DB_CLOSE_DELAY=-1"), 32, n, "h2-mem"));
         String pg = PostgresBench.freshDatabase();
         if (pg != null) {
             try {
-                rates.put("PostgreSQL", closedThroughput(Map.of("db.url", pg, "db.user", "postgres"), n, "postgres"));
+                rates.put("PostgreSQL", throughput(Map.of("db.url", pg, "db.user", "postgres"), 32, n, "postgres"));
             } finally {
                 PostgresBench.drop(pg);
             }
@@ -291,19 +291,6 @@ public final class Bench {
         double file = rates.get("H2 file");
         rates.forEach((name, rate) -> add("reserve + confirm, " + name + ", 32 buyers at a time", String.format(Locale.ROOT, "%.0f/s", rate),
                                           "H2 file", ratio(rate / file)));
-    }
-
-    private double closedThroughput(Map<String, String> settings, int n, String label) throws Exception {
-        try (ServerProcess server = server(label, settings)) {
-            String event = newEvent(server, n);
-            warmUp(server);
-            long start = System.nanoTime();
-            List<Integer> statuses = closed(32, n, i -> purchase(server, event).status());
-            double seconds = (System.nanoTime() - start) / 1e9;
-            long ok = statuses.stream().filter(s -> s == 201).count();
-            System.out.printf(Locale.ROOT, "   %s: %d of %d confirmed in %.2f s%n", label, ok, n, seconds);
-            return ok / seconds;
-        }
     }
 
     /** Heap and RSS of the server with 1,000 purchases waiting on a 3 s payment, against the same server idle. */
