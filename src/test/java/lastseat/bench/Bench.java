@@ -408,32 +408,13 @@ public final class Bench {
         return new Load(new ArrayList<>(answers), start, answers.stream().mapToLong(Load.Answer::end).max().orElse(start));
     }
 
-    /** {@code n} requests, {@code concurrency} at a time. */
-    static List<Integer> closed(int concurrency, int n, IntFunction<Integer> request) {
-        java.util.concurrent.Semaphore slots = new java.util.concurrent.Semaphore(concurrency);
-        List<java.util.concurrent.Future<Integer>> futures = new ArrayList<>();
-        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
-            for (int i = 0; i < n; i++) {
-                slots.acquire();
-                int index = i;
-                futures.add(threads.submit(() -> {
-                    try {
-                        return request.apply(index);
-                    } finally {
-                        slots.release();
-                    }
-                }));
-            }
-            List<Integer> results = new ArrayList<>();
-            for (var future : futures) {
-                results.add(future.get());
-            }
-            return results;
+    /** {@code n} requests, {@code concurrency} at a time: {@link lastseat.drill.Together#atMost}, bounded by ten minutes. */
+    static <T> List<T> closed(int concurrency, int n, IntFunction<T> request) {
+        try {
+            return lastseat.drill.Together.atMost(concurrency, n, request, Duration.ofMinutes(10));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException(e);
-        } catch (java.util.concurrent.ExecutionException e) {
-            throw new IllegalStateException(e.getCause());
         }
     }
 

@@ -1,0 +1,54 @@
+package lastseat.db;
+
+import lastseat.web.Problem;
+import org.junit.jupiter.api.Test;
+
+import java.nio.file.Files;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowable;
+
+/**
+ * An exhausted pool is overload, not a fault: the request that finds no connection within
+ * db.connection-timeout gets a 503 problem with Retry-After (DatabaseBusy), never a 500.
+ */
+class DatabaseBusyTest {
+
+    @Test
+    void aRequestThatFindsEveryConnectionTakenIsA503WithRetryAfter() throws Exception {
+        try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + Files.createTempDirectory("lastseat-busy").resolve("db"),
+                                                      "sa", "", 2, Duration.ofMillis(250), Duration.ofSeconds(1)))) {
+            CountDownLatch taken = new CountDownLatch(2);
+            CountDownLatch release = new CountDownLatch(1);
+            for (int i = 0; i < 2; i++) {
+                Thread.ofVirtual().start(() -> db.read(c -> {
+                    taken.countDown();
+                    try {
+                        return release.await(10, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return false;
+                    }
+                }));
+            }
+            assertThat(taken.await(10, TimeUnit.SECONDS)).as("both connections taken").isTrue();
+
+            Throwable refused = catchThrowable(() -> db.read(c -> c.isValid(1)));
+            release.countDown();
+
+            assertThat(refused).isInstanceOf(DatabaseBusy.class);
+            Problem problem = (Problem) refused;
+            assertThat(problem.status()).isEqualTo(503);
+            assertThat(problem.kind()).isEqualTo("database-busy");
+            assertThat(problem.retryAfter()).contains(Duration.ofSeconds(1));
+            long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+            while (db.activeConnections() > 0 && System.nanoTime() < until) {
+                Thread.sleep(10);
+            }
+            assertThat(db.activeConnections()).as("both connections came back").isZero();
+        }
+    }
+}
