@@ -35,7 +35,9 @@ public final class Database implements AutoCloseable {
         hikari.setConnectionInitSql(lockTimeoutSql(config));
         HikariDataSource pool = new HikariDataSource(hikari);
         try {
-            Flyway.configure().dataSource(pool).locations("classpath:db/migration").load().migrate();
+            Flyway.configure().dataSource(pool).locations("classpath:db/migration")
+                    .javaMigrations(new V3__Payment_unresolved())
+                    .load().migrate();
         } catch (RuntimeException e) {
             pool.close();
             throw e;
@@ -60,6 +62,10 @@ public final class Database implements AutoCloseable {
         if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("WRITE_DELAY")) {
             durable += ";WRITE_DELAY=0";
         }
+        if (durable.startsWith("jdbc:h2:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("DB_CLOSE_ON_EXIT")) {
+            // H2's own shutdown hook would close the database while purchases still drain; Main closes the pool last.
+            durable += ";DB_CLOSE_ON_EXIT=FALSE";
+        }
         return durable;
     }
 
@@ -75,22 +81,49 @@ public final class Database implements AutoCloseable {
         return null;
     }
 
-    /** Runs {@code work} in one transaction: commit when it returns, roll back when it throws. */
+    /**
+     * Runs {@code work} in one transaction: commit when it returns, roll back when it throws anything
+     * at all. An {@link Error} (out of memory, a stack overflow) must roll back too: restoring
+     * auto-commit on a connection with an open transaction commits it, half done.
+     */
     public <T> T inTransaction(SqlWork<T> work) {
         try (Connection connection = pool.getConnection()) {
             connection.setAutoCommit(false);
+            boolean committed = false;
             try {
                 T result = work.run(connection);
                 connection.commit();
+                committed = true;
                 return result;
-            } catch (SQLException | RuntimeException e) {
-                connection.rollback();
-                throw e;
             } finally {
-                connection.setAutoCommit(true);
+                // With a transaction still open, turning auto-commit on would commit it: only after an
+                // ended transaction. A connection whose rollback failed goes back as it is; HikariCP
+                // rolls it back (or evicts it) when it is returned.
+                if (committed || rollBackQuietly(connection)) {
+                    restoreAutoCommitQuietly(connection);
+                }
             }
         } catch (SQLException e) {
             throw failure(e);
+        }
+    }
+
+    /** Rolls back for a failure already on its way out, which a failing rollback must not hide. */
+    private static boolean rollBackQuietly(Connection connection) {
+        try {
+            connection.rollback();
+            return true;
+        } catch (SQLException | RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** The work has ended (committed or rolled back); a failure here is not the work's to report. */
+    private static void restoreAutoCommitQuietly(Connection connection) {
+        try {
+            connection.setAutoCommit(true);
+        } catch (SQLException | RuntimeException e) {
+            // HikariCP resets the connection's state (or evicts it) when it is returned.
         }
     }
 
