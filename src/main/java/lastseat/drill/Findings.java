@@ -68,7 +68,7 @@ final class Findings {
             calls++;
         }
         Map<String, Integer> captures = new HashMap<>();
-        target.ledger().path("payments").forEach(p -> captures.merge(p.path("purchaseId").asText(), 1, Integer::sum));
+        target.ledger().path("captures").forEach(p -> captures.merge(p.path("purchaseId").asText(), 1, Integer::sum));
         List<String> broken = new ArrayList<>();
         int confirmed = 0;
         for (JsonNode purchase : db.path("purchases")) {

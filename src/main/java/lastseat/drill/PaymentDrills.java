@@ -123,7 +123,7 @@ final class PaymentDrills {
         findings.check(db.path("held").asInt() == 1, "the hold is kept while the payment is unknown (held " + db.path("held").asInt() + ")");
         int calls = target.journal("POST", Faults.PAYMENTS).size();
         findings.check(calls == 1, "exactly one payment call (" + calls + ")");
-        int captured = target.ledger().path("payments").size();
+        int captured = target.ledger().path("captures").size();
         findings.note("the provider did capture it (" + captured + " in its ledger): only asking it by the key can tell");
         findings.figure("paymentCalls", calls);
     }
@@ -148,7 +148,7 @@ final class PaymentDrills {
         Set<String> keys = calls.stream().map(c -> c.path("headers").path("Idempotency-Key").asText()).collect(Collectors.toSet());
         findings.check(calls.size() == 2 && keys.equals(Set.of(PaymentGateway.idempotencyKey(purchase))),
                        calls.size() + " provider calls (the reset one and the answered one), all with key " + keys);
-        int captures = target.ledger().path("payments").size();
+        int captures = target.ledger().path("captures").size();
         findings.check(captures == 1, "the provider captured once (" + captures + ")");
         JsonNode db = findings.invariantsHold(target, event);
         findings.check(db.path("sold").asInt() == 1 && db.path("purchasesByState").path("CONFIRMED").asInt() == 1,

@@ -195,7 +195,7 @@ class TwoInstancesTest {
     @Test
     void soldPlusHeldPlusAvailableIsTheCapacityAndEveryConfirmedPurchaseWasChargedOnce() {
         Map<String, Long> capturesByPurchase = new HashMap<>();
-        instances[0].ledger().path("payments").forEach(p -> capturesByPurchase.merge(p.path("purchaseId").asText(), 1L, Long::sum));
+        instances[0].ledger().path("captures").forEach(p -> capturesByPurchase.merge(p.path("purchaseId").asText(), 1L, Long::sum));
         List<String> confirmed = purchasesIn("CONFIRMED");
 
         assertThat(findings.ok()).as(String.join("\n", findings.lines())).isTrue();

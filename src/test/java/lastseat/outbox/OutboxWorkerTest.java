@@ -11,6 +11,7 @@ import lastseat.outside.OutsideHttp;
 import lastseat.stubs.Ledger;
 import lastseat.support.Client;
 import lastseat.support.Invariants;
+import lastseat.support.TestClock;
 import lastseat.support.TestApp;
 import lastseat.support.Together;
 import org.junit.jupiter.api.AfterAll;
@@ -357,7 +358,8 @@ class OutboxWorkerTest {
             assertThat(refund.key()).isEqualTo(key);
             assertThat(refund.purchaseId()).isEqualTo(purchase);
             assertThat(refund.amount()).isEqualTo("44.00");
-            assertThat(refund.status()).isEqualTo("refunded:pay_7");
+            assertThat(refund.status()).isEqualTo("refunded");
+            assertThat(refund.paymentId()).isEqualTo("pay_7");
         });
         assertThat(app.stubs.findAll(postRequestedFor(urlPathEqualTo("/refunds"))))
                 .extracting(r -> r.getHeader("Idempotency-Key")).containsExactly(key);

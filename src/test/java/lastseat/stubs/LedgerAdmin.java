@@ -9,8 +9,10 @@ import com.github.tomakehurst.wiremock.http.ResponseDefinition;
 import java.util.stream.Collectors;
 
 /**
- * {@code GET /__admin/ledger}: the payments, refunds and emails the stubs received, and the most
- * payment calls served at once. {@code DELETE /__admin/ledger} empties it. For drills that run
+ * {@code GET /__admin/ledger}: the payments the provider has processed ({@code payments}, each with
+ * its status, captured or failed), the captured ones alone ({@code captures}: what a drill counts as
+ * charges), the refunds (each naming its {@code paymentId}) and emails the stubs received, and the
+ * most payment calls served at once. {@code DELETE /__admin/ledger} empties it. For drills that run
  * WireMock in its own process.
  */
 public final class LedgerAdmin implements AdminApiExtension {
@@ -32,6 +34,7 @@ public final class LedgerAdmin implements AdminApiExtension {
 
     private static String render() {
         return "{\"payments\":[" + Ledger.payments().stream().map(Ledger::json).collect(Collectors.joining(","))
+               + "],\"captures\":[" + Ledger.captures().stream().map(Ledger::json).collect(Collectors.joining(","))
                + "],\"refunds\":[" + Ledger.refunds().stream().map(Ledger::json).collect(Collectors.joining(","))
                + "],\"emails\":[" + Ledger.emails().stream()
                        .map(d -> "{\"key\":\"" + d.key() + "\",\"times\":" + d.times() + "}").collect(Collectors.joining(","))

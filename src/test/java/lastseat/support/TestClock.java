@@ -1,4 +1,4 @@
-package lastseat.outbox;
+package lastseat.support;
 
 import java.time.Clock;
 import java.time.Duration;
@@ -13,16 +13,16 @@ import java.util.concurrent.atomic.AtomicReference;
  * sleep. Starts at the current time (rows written by the app carry the real time) in whole
  * milliseconds, so stored timestamps compare exactly.
  */
-final class TestClock extends Clock {
+public final class TestClock extends Clock {
     private final AtomicReference<Instant> now = new AtomicReference<>(Instant.now().truncatedTo(ChronoUnit.MILLIS));
 
     /** Moves to just past the real time (never back), so that rows the app wrote just now are due. */
-    void catchUp() {
+    public void catchUp() {
         Instant real = Instant.now().truncatedTo(ChronoUnit.MILLIS).plusMillis(1);
         now.updateAndGet(t -> t.isBefore(real) ? real : t);
     }
 
-    void advance(Duration by) {
+    public void advance(Duration by) {
         now.updateAndGet(t -> t.plus(by));
     }
 
