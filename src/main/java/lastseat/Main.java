@@ -41,11 +41,17 @@ public final class Main {
     public static void main(String[] args) {
         LogConfig.configureRuntime();
         Running running = start(Config.create());
-        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().unstarted(running::close));
+        // The one shutdown path (server.shutdown-hook is off, and H2's own hook is off in its URL): SIGTERM drains.
+        Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("lastseat-shutdown").unstarted(running::close));
         LOG.info("lastseat listening on http://localhost:" + running.server().port());
     }
 
-    /** A started server and what it serves; closing stops the server, then the pool. */
+    /**
+     * A started server and what it serves. Closing drains: the server stops accepting and waits up
+     * to {@code server.shutdown-grace-period} for the requests in flight, every purchase still
+     * running is waited for (it ends within its deadline and slack), and only then do the background
+     * jobs stop and the pool close — a purchase never finds the database gone under it.
+     */
     public record Running(WebServer server, Services services, List<Meter> gauges) implements AutoCloseable {
         public int port() {
             return server.port();
@@ -53,7 +59,15 @@ public final class Main {
 
         @Override
         public void close() {
+            int running = services.purchaseRoutes().inFlight();
+            if (running > 0) {
+                LOG.info("lastseat stopping: draining " + running + " purchases in flight");
+            }
             server.stop();
+            if (!services.purchaseRoutes().drain(Services.DRAIN_WAIT)) {
+                LOG.warning("lastseat stopping with " + services.purchaseRoutes().inFlight() + " purchases still running after "
+                            + Services.DRAIN_WAIT.toMillis() + " ms; recovery finishes them at the next start");
+            }
             gauges.forEach(Metrics.globalRegistry()::remove);
             services.close();
         }
@@ -69,6 +83,9 @@ public final class Main {
             gauges = registerGauges(services);
             WebServer server = WebServer.builder()
                     .config(config.get("server"))
+                    .shutdownGracePeriod(services.drainPeriod())
+                    // lastseat's own hook drains, then closes the pool; Helidon's would stop the server alongside it.
+                    .shutdownHook(false)
                     .directHandlers(handlers -> handlers.addHandler(DirectHandler.EventType.BAD_REQUEST, Main::transportError))
                     .addFeature(ObserveFeature.builder()
                                         .addObserver(HealthObserver.builder().details(true).addCheck(database(services)).build())
@@ -174,6 +191,12 @@ public final class Main {
                 registry.getOrCreate(Gauge.builder("lastseat.payments.unknown.oldest.seconds", services.purchaseWorkers(),
                                                    w -> w.oldestUnknownSeconds())
                                              .description("How long the oldest PAYMENT_UNKNOWN purchase has waited")),
+                registry.getOrCreate(Gauge.builder("lastseat.payments.unresolved", services.purchaseWorkers(),
+                                                   w -> w.unresolvedPayments())
+                                             .description("Purchases whose payment stayed unknown past reconcile.give-up-after: "
+                                                          + "an operator must look (GET /purchases?state=PAYMENT_UNRESOLVED)")),
+                registry.getOrCreate(Gauge.builder("lastseat.refunds.dead", services.db(), OutboxQuery::deadRefunds)
+                                             .description("Refunds given up on: money owed to buyers (POST /outbox/{id}/retry)")),
                 registry.getOrCreate(Gauge.builder("lastseat.outbox.dead", services.db(), db -> OutboxQuery.gauge(db, "DEAD"))
                                              .description("Outbox rows given up on (GET /outbox?state=dead)")),
                 registry.getOrCreate(Gauge.builder("lastseat.outbox.pending", services.db(), db -> OutboxQuery.gauge(db, "PENDING"))

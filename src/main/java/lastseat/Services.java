@@ -36,6 +36,21 @@ import java.time.Clock;
 public record Services(Database db, Inventory inventory, Purchases purchases, PaymentGateway payments,
                        PurchaseRoutes purchaseRoutes, EventRoutes eventRoutes, DrillRoutes drillRoutes,
                        PurchaseWorkers purchaseWorkers, OutboxWorker outbox, OutboxRoutes outboxRoutes) implements AutoCloseable {
+    /**
+     * Beyond the server's grace period, how long the shutdown waits for purchases still running (a
+     * handler the server cut keeps its thread until its flow ends).
+     */
+    public static final java.time.Duration DRAIN_WAIT = java.time.Duration.ofSeconds(2);
+    /** What a purchase needs past its deadline to write its outcome: the slack of I5, and some. */
+    static final java.time.Duration ANSWER_SLACK = java.time.Duration.ofMillis(500);
+
+    /**
+     * How long a stopping server waits for the requests in flight: every purchase's deadline and
+     * the slack to write its outcome. Set on the server, not configured: it follows the deadline.
+     */
+    public java.time.Duration drainPeriod() {
+        return purchaseRoutes.deadline().plus(ANSWER_SLACK);
+    }
 
     public static Services create(Config config) {
         Clock clock = Clock.systemUTC();
@@ -62,16 +77,17 @@ public record Services(Database db, Inventory inventory, Purchases purchases, Pa
         Inventory inventory = new Inventory(db, inventoryConfig, clock);
         Purchases purchases = new Purchases(db, inventory, clock, reconcileConfig.settleTime());
         PaymentGateway payments = new PaymentGateway(http, paymentConfig);
-        PurchaseFlow flow = new PurchaseFlow(inventory, new Checks(http, checksConfig), payments, purchases, purchaseConfig);
+        PurchaseFlow flow = new PurchaseFlow(new Checks(http, checksConfig), payments, purchases, purchaseConfig);
         PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, new IdempotencyKeys(db, clock,
                 purchaseConfig.deadline().plus(sweepConfig.abandonedAfter())),
                                                            purchaseConfig, new PurchaseMetrics());
+        OutboxWorker outbox = new OutboxWorker(db, http, outboxConfig, clock);
         PurchaseWorkers workers = new PurchaseWorkers(purchases, payments, sweepConfig, reconcileConfig, purchaseConfig, clock);
         return new Services(db, inventory, purchases, payments, purchaseRoutes, new EventRoutes(inventory, eventBodyBytes),
                             new DrillRoutes(drillsConfig, db, inventory, clock, sweepConfig.interval().multipliedBy(2),
                                             purchaseConfig.deadline().plus(sweepConfig.abandonedAfter())
                                                     .plus(sweepConfig.interval().multipliedBy(2))),
-                            workers, new OutboxWorker(db, http, outboxConfig, clock), new OutboxRoutes(db));
+                            workers, outbox, new OutboxRoutes(db, outbox));
     }
 
     /** Starts the background jobs; call once the server takes requests. */

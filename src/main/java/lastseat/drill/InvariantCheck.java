@@ -37,7 +37,7 @@ final class InvariantCheck {
         this.abandonedAfter = abandonedAfter;
     }
 
-    record PurchaseRow(String id, String state, int seats, String idempotencyKey) {
+    record PurchaseRow(String id, String state, int seats, String idempotencyKey, String paymentId) {
     }
 
     record Result(String eventId, int capacity, int available, int held, int sold, Map<String, Integer> purchasesByState,
@@ -76,9 +76,9 @@ final class InvariantCheck {
                      + "WHERE t.event_id = ? AND (s.state <> 'SOLD' OR s.purchase_id <> t.purchase_id)", eventId);
             violated(c, violations, "held seats whose purchase is not open",
                      "SELECT s.label FROM seats s LEFT JOIN purchases p ON p.id = s.purchase_id WHERE s.event_id = ? "
-                     + "AND s.state = 'HELD' AND (p.state IS NULL OR p.state NOT IN ('HELD', 'PAYING', 'PAYMENT_UNKNOWN'))", eventId);
+                     + "AND s.state = 'HELD' AND (p.state IS NULL OR p.state NOT IN ('HELD', 'PAYING', 'PAYMENT_UNKNOWN', 'PAYMENT_UNRESOLVED'))", eventId);
             violated(c, violations, "open purchases that do not hold all their seats",
-                     "SELECT p.id FROM purchases p WHERE p.event_id = ? AND p.state IN ('HELD', 'PAYING', 'PAYMENT_UNKNOWN') "
+                     "SELECT p.id FROM purchases p WHERE p.event_id = ? AND p.state IN ('HELD', 'PAYING', 'PAYMENT_UNKNOWN', 'PAYMENT_UNRESOLVED') "
                      + "AND p.seat_count <> (SELECT COUNT(*) FROM seats s WHERE s.purchase_id = p.id AND s.state = 'HELD')", eventId);
             violated(c, violations, "I4: holds left past their expiry (the sweeper's grace included)",
                      "SELECT id FROM purchases WHERE event_id = ? AND state = 'HELD' AND hold_expires_at < ?",
@@ -86,9 +86,11 @@ final class InvariantCheck {
             violated(c, violations, "I4: purchases still HELD or PAYING after their deadline and recovery's grace",
                      "SELECT id FROM purchases WHERE event_id = ? AND state IN ('HELD', 'PAYING') AND updated_at < ?",
                      eventId, now.minus(abandonedAfter));
-            List<PurchaseRow> purchases = Sql.list(c, "SELECT id, state, seat_count, idempotency_key FROM purchases WHERE event_id = ? "
-                                                      + "ORDER BY created_at, id FETCH FIRST " + (MAX_PURCHASES + 1) + " ROWS ONLY",
-                                                   rs -> new PurchaseRow(rs.getString(1), rs.getString(2), rs.getInt(3), rs.getString(4)), eventId);
+            List<PurchaseRow> purchases = Sql.list(c, "SELECT id, state, seat_count, idempotency_key, payment_id FROM purchases "
+                                                      + "WHERE event_id = ? ORDER BY created_at, id FETCH FIRST " + (MAX_PURCHASES + 1)
+                                                      + " ROWS ONLY",
+                                                   rs -> new PurchaseRow(rs.getString(1), rs.getString(2), rs.getInt(3), rs.getString(4),
+                                                                         rs.getString(5)), eventId);
             boolean truncated = purchases.size() > MAX_PURCHASES;
             return java.util.Optional.of(new Result(eventId, capacity.getFirst(), available, held, sold,
                     counts(c, "SELECT state, COUNT(*) FROM purchases WHERE event_id = ? GROUP BY state", eventId),

@@ -103,6 +103,26 @@ public final class ServerProcess implements AutoCloseable {
         }
     }
 
+    /**
+     * SIGTERM, as a rolling deploy stops an instance, and waits (at most {@code bound}) for the
+     * process to exit; its exit code, or empty when it is still alive then.
+     */
+    public java.util.OptionalInt terminate(Duration bound) {
+        process.destroy();
+        try {
+            return process.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS)
+                    ? java.util.OptionalInt.of(process.exitValue()) : java.util.OptionalInt.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while lastseat stopped", e);
+        }
+    }
+
+    /** The log it wrote. */
+    public Path log() {
+        return log;
+    }
+
     /** Stops it as an operator would (SIGTERM, so shutdown hooks and a profiler's dump run), then SIGKILL after 10 s. */
     @Override
     public void close() {

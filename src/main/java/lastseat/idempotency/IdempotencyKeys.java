@@ -2,6 +2,7 @@ package lastseat.idempotency;
 
 import lastseat.db.Database;
 import lastseat.db.Sql;
+import lastseat.purchase.PurchaseState;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
 
@@ -17,21 +18,29 @@ import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Optional;
+import java.util.UUID;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 /**
  * {@code Idempotency-Key} as in the IETF draft, kept in the database so that every instance and
  * every restart sees the same keys.
  *
  * <p>Contract: the first request with a key claims it (one INSERT; the primary key decides between
- * racing requests). While it runs, the same key gets 409; with another body, 422; once it is
- * done, the stored answer byte for byte. Answers that invite a retry (503, 504, 500) are not
- * stored: the key is let go, so the retry runs afresh — nothing was charged in those cases.
+ * racing requests) and gets a claim token. While it runs, the same key gets 409; with another body,
+ * 422; once it is done, the stored answer byte for byte. Answers that invite a retry (503, 504, 500)
+ * are not stored: the key is let go, so the retry runs afresh — but only when nothing of the key's
+ * purchase remains (no seat held, no payment open): a key whose purchase still holds something stays
+ * taken until recovery has ended it, so a retry can never meet its own hold and be told the seats are
+ * taken.
  *
  * <p>A key still in flight {@code staleAfter} after it was claimed belongs to a request whose
- * process stopped; a retry is told so ({@link Claim.Abandoned}) and may {@link #takeOver} the key.
+ * process stopped; a retry is told so ({@link Claim.Abandoned}) and may {@link #takeOver} the key,
+ * which gives the claim a new token. {@link #complete} and {@link #forget} act only with the
+ * current token: a request that outlived its claim cannot store over, or delete, its successor's.
  */
 public final class IdempotencyKeys {
     private static final Pattern KEY = Pattern.compile("[\\x21-\\x7E]{1,255}");
@@ -48,8 +57,8 @@ public final class IdempotencyKeys {
 
     /** What a request with a key may do. */
     public sealed interface Claim {
-        /** This request owns the key: run it, then {@link #complete} or {@link #forget}. */
-        record Fresh() implements Claim {
+        /** This request owns the key with {@code token}: run it, then {@link #complete} or {@link #forget}. */
+        record Fresh(String token) implements Claim {
         }
 
         /** The key was used and answered: send this answer again. */
@@ -80,14 +89,17 @@ public final class IdempotencyKeys {
     }
 
     public Claim claim(String key, String fingerprint) {
+        String token = UUID.randomUUID().toString();
         return db.read(c -> {
             try (PreparedStatement insert = c.prepareStatement(
-                    "INSERT INTO idempotency_keys (idem_key, request_hash, state, created_at) VALUES (?, ?, 'IN_FLIGHT', ?)")) {
+                    "INSERT INTO idempotency_keys (idem_key, request_hash, state, created_at, claim_token) "
+                    + "VALUES (?, ?, 'IN_FLIGHT', ?, ?)")) {
                 insert.setString(1, key);
                 insert.setString(2, fingerprint);
                 insert.setObject(3, clock.instant().atOffset(ZoneOffset.UTC));
+                insert.setString(4, token);
                 insert.executeUpdate();
-                return new Claim.Fresh();
+                return new Claim.Fresh(token);
             } catch (SQLException e) {
                 if (!Database.isUniqueViolation(e)) {
                     throw e;
@@ -98,12 +110,27 @@ public final class IdempotencyKeys {
     }
 
     /**
-     * Claims an abandoned key for this request (a compare-and-set on when it was claimed, so of
-     * two retries only one takes it over); false when somebody else did.
+     * Claims an abandoned key for this request with a new token (a compare-and-set on when it was
+     * claimed, so of two retries only one takes it over); empty when somebody else did.
      */
-    public boolean takeOver(String key, OffsetDateTime claimedAt) {
-        return db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ? WHERE idem_key = ? AND state = 'IN_FLIGHT' "
-                                          + "AND created_at = ?", clock.instant().atOffset(ZoneOffset.UTC), key, claimedAt) == 1);
+    public Optional<String> takeOver(String key, OffsetDateTime claimedAt) {
+        String token = UUID.randomUUID().toString();
+        int rows = db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ?, claim_token = ? WHERE idem_key = ? "
+                                              + "AND state = 'IN_FLIGHT' AND created_at = ?",
+                                           clock.instant().atOffset(ZoneOffset.UTC), token, key, claimedAt));
+        return rows == 1 ? Optional.of(token) : Optional.empty();
+    }
+
+    /** What became of a claim at its end. */
+    public enum Ending {
+        /** The answer is stored; the key replays it. */
+        STORED,
+        /** The key is free again; a retry runs afresh. */
+        LET_GO,
+        /** The key's purchase still holds seats or an open payment: the key stays taken until recovery ends it. */
+        KEPT,
+        /** The claim is no longer this request's (taken over after it was thought abandoned): nothing changed. */
+        LOST
     }
 
     /** 409 for a key whose request is still running. */
@@ -111,37 +138,38 @@ public final class IdempotencyKeys {
         return new KeyInFlight(key);
     }
 
-    /** Stores the answer; from now on the key replays it. */
-    public void complete(String key, Reply reply) {
-        db.read(c -> {
-            try (PreparedStatement ps = c.prepareStatement(
-                    "UPDATE idempotency_keys SET state = 'DONE', status = ?, content_type = ?, location = ?, body = ?, "
-                    + "completed_at = ? WHERE idem_key = ? AND state = 'IN_FLIGHT'")) {
-                ps.setInt(1, reply.status());
-                ps.setString(2, reply.contentType());
-                ps.setString(3, reply.location());
-                ps.setString(4, new String(reply.body(), StandardCharsets.UTF_8));
-                ps.setObject(5, clock.instant().atOffset(ZoneOffset.UTC));
-                ps.setString(6, key);
-                if (ps.executeUpdate() == 0) {
-                    throw new IllegalStateException("idempotency key " + key + " was not in flight when its answer came");
-                }
+    /** Stores the answer, if the claim is still {@code token}'s: from now on the key replays it. */
+    public Ending complete(String key, String token, Reply reply) {
+        int rows = db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET state = 'DONE', status = ?, content_type = ?, "
+                                              + "location = ?, body = ?, completed_at = ? "
+                                              + "WHERE idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ?",
+                                           reply.status(), reply.contentType(), reply.location(),
+                                           new String(reply.body(), StandardCharsets.UTF_8),
+                                           clock.instant().atOffset(ZoneOffset.UTC), key, token));
+        return rows == 1 ? Ending.STORED : Ending.LOST;
+    }
+
+    /**
+     * Lets go of a key whose request ended in a way that invites a retry — only with the claim's
+     * {@code token}, and only when no purchase made with the key still holds something; one
+     * statement decides both, so nothing can slip in between.
+     */
+    public Ending forget(String key, String token) {
+        return db.read(c -> {
+            int rows = Sql.update(c, "DELETE FROM idempotency_keys WHERE idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ? "
+                                     + "AND NOT EXISTS (SELECT 1 FROM purchases WHERE idempotency_key = ? AND state IN " + HOLDING + ")",
+                                  key, token, key);
+            if (rows == 1) {
+                return Ending.LET_GO;
             }
-            return null;
+            return Sql.list(c, "SELECT 1 FROM idempotency_keys WHERE idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ?",
+                            rs -> rs.getInt(1), key, token).isEmpty() ? Ending.LOST : Ending.KEPT;
         });
     }
 
-    /** Lets go of a key whose request ended in a way that invites a retry. */
-    public void forget(String key) {
-        db.read(c -> {
-            try (PreparedStatement ps = c.prepareStatement(
-                    "DELETE FROM idempotency_keys WHERE idem_key = ? AND state = 'IN_FLIGHT'")) {
-                ps.setString(1, key);
-                ps.executeUpdate();
-            }
-            return null;
-        });
-    }
+    /** The purchase states that still hold a seat or a payment, as an SQL list. */
+    private static final String HOLDING = Arrays.stream(PurchaseState.values()).filter(s -> !s.leavesNothing())
+            .map(s -> "'" + s.name() + "'").collect(Collectors.joining(", ", "(", ")"));
 
     private static Claim existing(Connection c, String key, String fingerprint, Instant staleBefore) throws SQLException {
         try (PreparedStatement ps = c.prepareStatement(

@@ -24,20 +24,20 @@ import java.util.UUID;
 /**
  * Owns events and seats: creating them, reading them, and claiming seats for a purchase.
  *
- * <p>Contract: {@link #reserve} claims every requested seat or none, in one transaction, with one
+ * <p>Contract: {@link #claim} claims every requested seat or none, in the caller's transaction, with one
  * conditional {@code UPDATE ... WHERE state = 'AVAILABLE'} per seat and a row-count check; a seat
  * is never held by two purchases. Seats are always touched in seat-position order, so two buyers
  * who want the same seats in opposite order wait for each other instead of deadlocking.
  *
  * <p>A hold lasts until its expiry. Past it, a purchase still HELD (its checks never ended) no
- * longer keeps its seats: reads count them as available, a reservation that wants them first
- * expires that purchase ({@link #expire}, the same compare-and-set the sweeper uses) in its own
- * transaction, and so two buyers can never both hold, let alone confirm, one seat. A purchase whose
- * payment is in flight or unknown (PAYING, PAYMENT_UNKNOWN) is never expired here.
+ * longer keeps its seats: reads count them as available, and a reservation that wants them first
+ * expires that purchase ({@link #expiredHoldsOn}; the purchases' state machine makes the move) in
+ * its own transaction, so two buyers can never both hold, let alone confirm, one seat. A purchase
+ * whose payment is in flight or unknown is never expired.
  *
- * <p>Hazard: a seat leaves HELD only through {@link #sell} or {@link #giveBack}, called inside the
- * transaction that moves its purchase out of its state; called anywhere else, capacity could come
- * back twice.
+ * <p>Hazard: this class writes seats, never a purchase's state. A seat leaves HELD only through
+ * {@link #sell} or {@link #giveBack}, called inside the transaction that moves its purchase out of
+ * its state ({@code purchase.Purchases}); called anywhere else, capacity could come back twice.
  */
 public final class Inventory {
     private final Database db;
@@ -142,45 +142,20 @@ public final class Inventory {
     }
 
     /**
-     * Step 1 of a purchase: claims all seats or none and writes the purchase as HELD, in one
-     * transaction, before any outside call. Throws {@link SeatsTaken} or {@link SoldOut}.
+     * Step 1 of a purchase, in the caller's transaction (which also writes the purchase HELD): claims
+     * every seat of the order for {@code purchaseId}, or reports the first it missed. On a miss the
+     * caller rolls back, so nothing stays claimed.
      */
-    public Hold reserve(Order order) {
-        String purchaseId = UUID.randomUUID().toString();
-        // Milliseconds: what the database stores and every later read shows, so answers agree byte for byte.
-        Instant expiresAt = clock.instant().plus(config.holdTtl()).truncatedTo(java.time.temporal.ChronoUnit.MILLIS);
-        Claim claim = db.inTransaction(c -> {
-            expireDueHolds(c, order);
-            Claim attempt = order.namesSeats()
-                    ? claimNamed(c, order.eventId(), order.seats(), purchaseId)
-                    : claimAny(c, order.eventId(), order.quantity(), purchaseId);
-            if (attempt instanceof Claim.Claimed claimed) {
-                writeHeldPurchase(c, purchaseId, order, claimed, expiresAt);
-            } else {
-                c.rollback();
-            }
-            return attempt;
-        });
-        return switch (claim) {
-            case Claim.Claimed claimed -> new Hold(purchaseId, order.eventId(), claimed.labels(), claimed.amount(),
-                    claimed.currency(), expiresAt, order.buyerId(), order.buyerEmail(), order.paymentToken());
-            case Claim.Missed missed when order.namesSeats() -> throw new SeatsTaken(taken(order, missed.label()));
-            case Claim.Missed missed -> throw new SoldOut(order.quantity(), available(order.eventId()));
-        };
+    public Claim claim(Connection c, Order order, String purchaseId) throws SQLException {
+        return order.namesSeats()
+                ? claimNamed(c, order.eventId(), order.seats(), purchaseId)
+                : claimAny(c, order.eventId(), order.quantity(), purchaseId);
     }
 
-    /**
-     * HELD → EXPIRED for a purchase whose hold has passed its expiry, with its seats back, in the
-     * caller's transaction; false when it was not HELD or not yet expired (somebody else moved it).
-     */
-    public boolean expire(Connection c, String purchaseId) throws SQLException {
-        OffsetDateTime now = now();
-        int rows = Sql.update(c, "UPDATE purchases SET state = 'EXPIRED', reason = 'the hold expired before the checks ended', "
-                                 + "updated_at = ? WHERE id = ? AND state = 'HELD' AND hold_expires_at <= ?", now, purchaseId, now);
-        if (rows == 1) {
-            giveBack(c, purchaseId);
-        }
-        return rows == 1;
+    /** The answer to an order whose claim missed: which named seats are taken, or how many are free. */
+    public Problem refusal(Order order, Claim.Missed missed) {
+        return order.namesSeats() ? new SeatsTaken(taken(order, missed.label()))
+                : new SoldOut(order.quantity(), available(order.eventId()));
     }
 
     /** HELD → SOLD for every seat of the purchase; false when they are not all still held by it. */
@@ -195,26 +170,25 @@ public final class Inventory {
     }
 
     /**
-     * Expires the purchases past their expiry that hold seats this order could take, in purchase-id
-     * order (so two reservations expiring the same purchases take their locks in the same order).
+     * The purchases past their expiry that hold seats this order could take, in purchase-id order (so
+     * two reservations expiring the same purchases take their locks in the same order); the caller
+     * expires them in its transaction before it claims.
      */
-    private void expireDueHolds(Connection c, Order order) throws SQLException {
+    public List<String> expiredHoldsOn(Connection c, Order order) throws SQLException {
         List<Object> args = new ArrayList<>(List.of(order.eventId(), now()));
         String seats = "";
         if (order.namesSeats()) {
             seats = " AND s.label IN (" + String.join(", ", Collections.nCopies(order.seats().size(), "?")) + ")";
             args.addAll(order.seats());
         }
-        List<String> due = Sql.list(c, "SELECT DISTINCT p.id FROM seats s JOIN purchases p ON p.id = s.purchase_id "
-                                       + "WHERE s.event_id = ? AND s.state = 'HELD' AND p.state = 'HELD' AND p.hold_expires_at <= ?"
-                                       + seats + " ORDER BY p.id FETCH FIRST " + config.maxSeatsPerPurchase() + " ROWS ONLY",
-                                    rs -> rs.getString(1), args.toArray());
-        for (String purchaseId : due) {
-            expire(c, purchaseId);
-        }
+        return Sql.list(c, "SELECT DISTINCT p.id FROM seats s JOIN purchases p ON p.id = s.purchase_id "
+                           + "WHERE s.event_id = ? AND s.state = 'HELD' AND p.state = 'HELD' AND p.hold_expires_at <= ?"
+                           + seats + " ORDER BY p.id FETCH FIRST " + config.maxSeatsPerPurchase() + " ROWS ONLY",
+                        rs -> rs.getString(1), args.toArray());
     }
 
-    private sealed interface Claim {
+    /** What a claim got: every seat asked for, or the first one it missed (null for a quantity). */
+    public sealed interface Claim {
         record Claimed(List<String> labels, BigDecimal amount, String currency) implements Claim {
         }
 
@@ -314,40 +288,6 @@ public final class Inventory {
                 return new Claim.Claimed(List.copyOf(labels),
                         rs.getBigDecimal(1).multiply(BigDecimal.valueOf(labels.size())), rs.getString(2));
             }
-        }
-    }
-
-    private void writeHeldPurchase(Connection c, String purchaseId, Order order, Claim.Claimed priced, Instant expiresAt)
-            throws SQLException {
-        List<String> labels = priced.labels();
-        OffsetDateTime now = now();
-        try (PreparedStatement ps = c.prepareStatement(
-                "INSERT INTO purchases (id, event_id, state, idempotency_key, buyer_id, buyer_email, payment_token, "
-                + "seat_count, amount, currency, hold_expires_at, created_at, updated_at) "
-                + "VALUES (?, ?, 'HELD', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")) {
-            ps.setString(1, purchaseId);
-            ps.setString(2, order.eventId());
-            ps.setString(3, order.idempotencyKey());
-            ps.setString(4, order.buyerId());
-            ps.setString(5, order.buyerEmail());
-            ps.setString(6, order.paymentToken());
-            ps.setInt(7, labels.size());
-            ps.setBigDecimal(8, priced.amount());
-            ps.setString(9, priced.currency());
-            ps.setObject(10, expiresAt.atOffset(ZoneOffset.UTC));
-            ps.setObject(11, now);
-            ps.setObject(12, now);
-            ps.executeUpdate();
-        }
-        try (PreparedStatement ps = c.prepareStatement(
-                "INSERT INTO purchase_seats (purchase_id, event_id, label) VALUES (?, ?, ?)")) {
-            for (String label : labels) {
-                ps.setString(1, purchaseId);
-                ps.setString(2, order.eventId());
-                ps.setString(3, label);
-                ps.addBatch();
-            }
-            ps.executeBatch();
         }
     }
 

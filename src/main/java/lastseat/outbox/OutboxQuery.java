@@ -45,6 +45,23 @@ public final class OutboxQuery {
         return db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM outbox WHERE state = ?", rs -> rs.getInt(1), checked)).getFirst();
     }
 
+    /** The row with this id, whatever its state. */
+    static Optional<Row> byId(Database db, String id) {
+        return db.read(c -> Sql.list(c, "SELECT id, kind, purchase_id, dedupe_key, state, attempts, last_error, created_at, "
+                                        + "next_attempt_at, sent_at FROM outbox WHERE id = ?", OutboxQuery::row, id))
+                .stream().findFirst();
+    }
+
+    /** DEAD refunds: money owed to buyers that nobody is sending (for the gauge; NaN when the database cannot say). */
+    public static double deadRefunds(Database db) {
+        try {
+            return db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM outbox WHERE state = 'DEAD' AND kind = 'refund'",
+                                         rs -> rs.getInt(1))).getFirst();
+        } catch (RuntimeException e) {
+            return Double.NaN;
+        }
+    }
+
     /** The row with this dedupe key, whatever its state. */
     static Optional<Row> find(Database db, String dedupeKey) {
         return db.read(c -> Sql.list(c, "SELECT id, kind, purchase_id, dedupe_key, state, attempts, last_error, created_at, "

@@ -14,7 +14,9 @@ import java.util.Locale;
 /**
  * {@code GET /outbox?state=dead|pending|sent}: how many rows are in that state and the first
  * {@value #LIMIT} of them (PENDING next-due first, SENT and DEAD newest first), without payloads.
- * {@code state} is required; any other value is a 400 problem.
+ * {@code state} is required; any other value is a 400 problem. {@code POST /outbox/{id}/retry}
+ * queues a DEAD row again (200 with the row; 409 when it is not DEAD; 404 when there is none):
+ * how an operator sends a refund that was given up on.
  *
  * <p>Hazard: an operator's view with no authentication of its own (like {@code /observe}): it
  * shows purchase ids and delivery errors, so it belongs behind the operators' network boundary.
@@ -23,13 +25,27 @@ public final class OutboxRoutes {
     static final int LIMIT = 100;
 
     private final Database db;
+    private final OutboxWorker worker;
 
-    public OutboxRoutes(Database db) {
+    public OutboxRoutes(Database db, OutboxWorker worker) {
         this.db = db;
+        this.worker = worker;
     }
 
     public void register(HttpRouting.Builder routing) {
-        routing.get("/outbox", this::list);
+        routing.get("/outbox", this::list)
+               .post("/outbox/{id}/retry", this::retry);
+    }
+
+    private void retry(ServerRequest request, ServerResponse response) {
+        String id = request.path().pathParameters().get("id");
+        switch (worker.retry(id)) {
+            case OutboxWorker.Retry.Queued queued -> Reply.json(200, Item.of(queued.row()), null).send(response);
+            case OutboxWorker.Retry.NotDead notDead -> throw new Problem(409, "outbox-row-not-dead", "Not dead",
+                    "Outbox row " + id + " is " + notDead.state() + "; only a DEAD row can be retried",
+                    java.util.Map.of("state", notDead.state()), null, null);
+            case OutboxWorker.Retry.Unknown unknown -> throw Problem.notFound("unknown-outbox-row", "There is no outbox row " + id);
+        }
     }
 
     private void list(ServerRequest request, ServerResponse response) {

@@ -3,6 +3,7 @@ package lastseat.outbox;
 import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.outside.OutsideHttp;
+import lastseat.work.Backoff;
 import lastseat.work.Worker;
 
 import java.io.IOException;
@@ -15,6 +16,7 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -95,7 +97,8 @@ public final class OutboxWorker implements AutoCloseable {
      *                              again, with the same key, when the lease ends
      */
     public int deliverDue() throws InterruptedException {
-        List<Due> due = db.read(c -> Sql.list(c, "SELECT id, dedupe_key, kind, payload, attempts, created_at FROM outbox "
+        List<Due> due = db.read(c -> Sql.list(c, "SELECT id, dedupe_key, kind, payload, attempts, COALESCE(retried_at, created_at) "
+                                                 + "FROM outbox "
                                                  + "WHERE state = 'PENDING' AND next_attempt_at <= ? "
                                                  + "ORDER BY next_attempt_at, id FETCH FIRST ? ROWS ONLY",
                                               OutboxWorker::due, utc(clock.instant()), config.batch()));
@@ -109,6 +112,40 @@ public final class OutboxWorker implements AutoCloseable {
             }
         }
         return sent;
+    }
+
+    /** What an operator's retry of one row did. */
+    public sealed interface Retry {
+        /** The row was DEAD and is PENDING again, due now, with its attempts and give-up time counted afresh. */
+        record Queued(OutboxQuery.Row row) implements Retry {
+        }
+
+        /** The row is not DEAD (its state is given): nothing changed. */
+        record NotDead(String state) implements Retry {
+        }
+
+        /** There is no such row. */
+        record Unknown() implements Retry {
+        }
+    }
+
+    /**
+     * DEAD → PENDING for one row, by an operator's hand (a refund is money owed to a buyer, so a
+     * dead one must be retried, never forgotten): a compare-and-set on DEAD, so two operators
+     * retrying at once queue it once. The delivery keeps its key, so the receiver still deduplicates.
+     */
+    public Retry retry(String id) {
+        Instant now = clock.instant();
+        int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET state = 'PENDING', attempts = 0, next_attempt_at = ?, "
+                                              + "retried_at = ?, last_error = 'retried by an operator after: ' || "
+                                              + "COALESCE(last_error, '') WHERE id = ? AND state = 'DEAD'",
+                                           utc(now), utc(now), id));
+        Optional<OutboxQuery.Row> row = OutboxQuery.byId(db, id);
+        if (rows == 1) {
+            LOG.info("outbox " + row.map(OutboxQuery.Row::idempotencyKey).orElse(id) + " was retried by an operator");
+            return new Retry.Queued(row.orElseThrow());
+        }
+        return row.<Retry>map(r -> new Retry.NotDead(r.state())).orElseGet(Retry.Unknown::new);
     }
 
     /** Claims lost to another pass since this worker was made: each one a row it read but did not send. */
@@ -206,21 +243,9 @@ public final class OutboxWorker implements AutoCloseable {
         }
     }
 
-    /**
-     * The pause after failed attempt {@code attempt} (1 for the first): {@code backoff × 2^(attempt-1)}
-     * capped at {@code maxBackoff}, drawn uniformly between half and all of it, in whole milliseconds.
-     */
+    /** The pause after failed attempt {@code attempt} (1 for the first); see {@link Backoff#jittered}. */
     static Duration retryDelay(int attempt, Duration backoff, Duration maxBackoff, RandomGenerator random) {
-        // Past 40 doublings every sane backoff is far over any cap; stopping there keeps the product finite.
-        int doublings = Math.min(Math.max(attempt - 1, 0), 40);
-        long full;
-        try {
-            full = Math.min(Math.multiplyExact(backoff.toMillis(), 1L << doublings), maxBackoff.toMillis());
-        } catch (ArithmeticException e) {
-            full = maxBackoff.toMillis();
-        }
-        long half = full / 2;
-        return Duration.ofMillis(half + random.nextLong(full - half + 1));
+        return Backoff.jittered(attempt, backoff, maxBackoff, random);
     }
 
     private static String truncated(String text) {

@@ -6,6 +6,7 @@ import io.github.resilience4j.bulkhead.BulkheadConfig;
 import io.github.resilience4j.bulkhead.BulkheadFullException;
 import lastseat.outside.OutsideHttp;
 import lastseat.web.Json;
+import lastseat.work.Backoff;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
 import lastseat.work.Scoped;
@@ -33,10 +34,14 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <p>A reset connection or a 5xx answer is asked again, with the same key and the same permit, up
  * to {@code maxAttempts} calls and while {@code minCallTime} of the deadline is left: the provider
- * charges a key once, so asking again settles the question instead of leaving it open.
+ * charges a key once, so asking again settles the question instead of leaving it open. The
+ * reconciler settles what stays open by {@link #lookup} and, when the provider has nothing for the
+ * key, by {@link #resend}ing the same charge with the same key.
  *
- * <p>Hazard: once the request may have left, a missing answer is {@link Charge.Unknown}, never a
- * failure — releasing the seats then could sell them while the buyer's money arrives.
+ * <p>Hazard: once a request may have left, a missing answer is {@link Charge.Unknown}, never a
+ * failure — releasing the seats then could sell them while the buyer's money arrives. Only a
+ * capture or a decline may end that; a later attempt's refused connection, timeout or 4xx says
+ * nothing about what the earlier request did.
  */
 public final class PaymentGateway {
     private final OutsideHttp http;
@@ -108,18 +113,26 @@ public final class PaymentGateway {
         record Captured(String paymentId) implements Lookup {
         }
 
-        /** It has no payment with this key. */
+        /** It processed the key and did not charge (failed, declined, canceled): a definite refusal. */
+        record Refused(String status) implements Lookup {
+        }
+
+        /** It has no payment with this key — yet: a request may still be travelling, or be processed late. */
         record None() implements Lookup {
         }
 
-        /** No clear answer (unreachable, timeout, 5xx, another status): ask again later. */
+        /** No clear answer (unreachable, timeout, 5xx, pending, garbage): ask again later. */
         record Unclear(String reason) implements Lookup {
         }
     }
 
+    /** Statuses a provider gives a payment it processed and did not charge. */
+    private static final java.util.Set<String> REFUSED = java.util.Set.of("failed", "declined", "canceled", "cancelled");
+
     /**
      * Asks the provider what it did with this purchase's key ({@code GET <path>?idempotencyKey=}),
-     * waiting at most {@code timeout}. Outside the bulkhead: the reconciler asks one at a time.
+     * waiting at most {@code timeout}. Outside the bulkhead: it charges nothing, and the reconciler
+     * asks one at a time.
      */
     public Lookup lookup(String purchaseId, Duration timeout) throws InterruptedException {
         String key = idempotencyKey(purchaseId);
@@ -135,53 +148,122 @@ public final class PaymentGateway {
         if (answer.status() != 200) {
             return new Lookup.Unclear("the provider answered " + answer.status());
         }
+        String status = status(answer.body());
+        if (REFUSED.contains(status)) {
+            return new Lookup.Refused(status);
+        }
         return switch (captured(answer.body())) {
             case Charge.Captured captured -> new Lookup.Captured(captured.paymentId());
-            default -> new Lookup.Unclear("the provider's answer does not say captured: " + answer.body());
+            default -> new Lookup.Unclear("the provider's payment for the key is " + (status.isEmpty() ? "unreadable" : status));
         };
     }
 
-    /** What one call told: the charge, and whether asking again with the same key could settle it. */
-    private record Attempt(Charge charge, boolean askAgain) {
+    /**
+     * Sends the charge once more with the purchase's key, for a payment whose outcome is unknown
+     * and that the provider says it does not have: a provider that got the earlier request answers
+     * with what it did, one that did not decides now; with the key it never charges twice. After
+     * this the key is settled at the provider, so a request of ours still travelling, or processed
+     * late, cannot charge later. Only {@link Charge.Captured} and {@link Charge.Declined} are
+     * answers; everything else leaves the question open. Takes a bulkhead permit like any charge.
+     */
+    public Charge resend(PaymentOrder order, Duration timeout) throws InterruptedException {
+        if (!bulkhead.tryAcquirePermission()) {
+            return new Charge.Unknown("no payment permit free to ask again");
+        }
+        try {
+            Charge charge = post(order, http -> http.postJson(http.uri(config.path()), body(order),
+                    Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), timeout)).charge();
+            return charge instanceof Charge.Captured || charge instanceof Charge.Declined ? charge
+                    : new Charge.Unknown("asked again: " + describe(charge));
+        } finally {
+            bulkhead.onComplete();
+        }
     }
 
+    /**
+     * What one call told: the charge, whether the request may have reached the provider, and
+     * whether asking again with the same key could settle it.
+     */
+    private record Attempt(Charge charge, boolean mayHaveReached, boolean askAgain) {
+        /** A definite answer: the provider captured, or declined this key. */
+        boolean definite() {
+            return charge instanceof Charge.Captured || charge instanceof Charge.Declined;
+        }
+    }
+
+    /**
+     * Asks until an attempt settles it or the attempts or the time run out. Once any attempt may
+     * have reached the provider, only a definite answer may replace "unknown": a later refused
+     * connection, timeout or 4xx says nothing about what the earlier request did.
+     */
     private Charge askUntilSettled(PaymentOrder order, Deadline deadline, Timeline timeline) throws Exception {
         Attempt attempt = timeline.step("payment", () -> post(order, deadline));
+        boolean reached = attempt.mayHaveReached();
+        Charge charge = attempt.charge();
         for (int calls = 1; calls < config.maxAttempts() && attempt.askAgain(); calls++) {
-            long backoffMillis = config.retryBackoff().toMillis();
-            Duration pause = Duration.ofMillis(backoffMillis / 2 + ThreadLocalRandom.current().nextLong(backoffMillis / 2 + 1));
+            Duration pause = Backoff.jittered(1, config.retryBackoff(), config.retryBackoff(), ThreadLocalRandom.current());
             if (deadline.remaining().compareTo(config.minCallTime().plus(pause)) < 0) {
                 break;
             }
             Thread.sleep(pause);
             attempt = timeline.step("payment", () -> post(order, deadline));
+            charge = reached && !attempt.definite()
+                    ? new Charge.Unknown("an earlier request may have reached the provider; then " + describe(attempt.charge()))
+                    : attempt.charge();
+            reached |= attempt.mayHaveReached();
         }
-        return attempt.charge();
+        return charge;
     }
 
     private Attempt post(PaymentOrder order, Deadline deadline) throws InterruptedException {
+        return post(order, http -> http.postJson(http.uri(config.path()), body(order),
+                                                 Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), deadline));
+    }
+
+    /** One request to the provider. */
+    @FunctionalInterface
+    private interface Call {
+        OutsideHttp.Answer send(OutsideHttp http) throws IOException, InterruptedException;
+    }
+
+    private Attempt post(PaymentOrder order, Call call) throws InterruptedException {
+        OutsideHttp.Answer answer;
+        try {
+            answer = call.send(http);
+        } catch (ConnectException | HttpConnectTimeoutException e) {
+            // No connection, so no request: this call charged nothing.
+            return new Attempt(new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, "could not connect to the provider"), false, false);
+        } catch (HttpTimeoutException e) {
+            // The deadline is spent: there is no time to ask again.
+            return new Attempt(new Charge.Unknown("no answer from the provider in time"), true, false);
+        } catch (IOException e) {
+            return new Attempt(new Charge.Unknown(e.getClass().getSimpleName() + " " + e.getMessage()), true, true);
+        }
+        return switch (answer.status()) {
+            case 200, 201 -> new Attempt(captured(answer.body()), true, false);
+            case 402 -> new Attempt(new Charge.Declined(reason(answer.body())), true, false);
+            // The provider refused this request before acting on it; what an earlier one did is another question.
+            case 400, 401, 403, 404, 422 -> new Attempt(new Charge.Rejected(answer.status()), false, false);
+            default -> new Attempt(new Charge.Unknown("the provider answered " + answer.status()), true, answer.status() >= 500);
+        };
+    }
+
+    private static String body(PaymentOrder order) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("purchaseId", order.purchaseId());
         body.put("amount", order.total().toPlainString());
         body.put("currency", order.currency());
         body.put("token", order.paymentToken());
-        OutsideHttp.Answer answer;
-        try {
-            answer = http.postJson(http.uri(config.path()), Json.text(body),
-                                   Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), deadline);
-        } catch (ConnectException | HttpConnectTimeoutException e) {
-            return new Attempt(new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, "could not connect to the provider"), false);
-        } catch (HttpTimeoutException e) {
-            // The deadline is spent: there is no time to ask again.
-            return new Attempt(new Charge.Unknown("no answer from the provider in time"), false);
-        } catch (IOException e) {
-            return new Attempt(new Charge.Unknown(e.getClass().getSimpleName() + " " + e.getMessage()), true);
-        }
-        return switch (answer.status()) {
-            case 200, 201 -> new Attempt(captured(answer.body()), false);
-            case 402 -> new Attempt(new Charge.Declined(reason(answer.body())), false);
-            case 400, 401, 403, 404, 422 -> new Attempt(new Charge.Rejected(answer.status()), false);
-            default -> new Attempt(new Charge.Unknown("the provider answered " + answer.status()), answer.status() >= 500);
+        return Json.text(body);
+    }
+
+    private static String describe(Charge charge) {
+        return switch (charge) {
+            case Charge.Captured captured -> "captured as " + captured.paymentId();
+            case Charge.Declined declined -> "declined";
+            case Charge.Rejected rejected -> "the provider answered " + rejected.status();
+            case Charge.NotSent notSent -> notSent.reason();
+            case Charge.Unknown unknown -> unknown.reason();
         };
     }
 
@@ -195,6 +277,14 @@ public final class PaymentGateway {
             return new Charge.Unknown("the provider answered status " + payment.path("status").asText("(none)"));
         } catch (IOException e) {
             return new Charge.Unknown("the provider's answer is not JSON");
+        }
+    }
+
+    private static String status(String body) {
+        try {
+            return Json.tree(body).path("status").asText("").toLowerCase(java.util.Locale.ROOT);
+        } catch (IOException e) {
+            return "";
         }
     }
 

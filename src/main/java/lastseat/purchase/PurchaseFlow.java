@@ -3,19 +3,19 @@ package lastseat.purchase;
 import lastseat.checks.Checks;
 import lastseat.checks.Quote;
 import lastseat.inventory.Hold;
-import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
 import lastseat.payment.Charge;
 import lastseat.payment.PaymentDeclined;
 import lastseat.payment.PaymentGateway;
 import lastseat.payment.PaymentOrder;
 import lastseat.payment.PaymentUnavailable;
+import lastseat.web.Problem;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
-import lastseat.web.Problem;
 import lastseat.work.Timeline;
 
 import java.util.List;
+import java.util.Map;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -24,21 +24,23 @@ import java.util.logging.Logger;
  * other path.
  *
  * <p>Contract: the answer comes within the deadline plus a small slack (I5); every outcome except
- * {@link Outcome#pending} leaves the purchase terminal; a purchase is released only when no payment
- * request can have reached the provider or the provider said no (I3); the flow's own thread is
- * never interrupted by a deadline, so it always records the outcome.
+ * {@link Outcome#pending} leaves the purchase terminal, or on its way there by the state machine
+ * alone; the flow's own thread is never interrupted by a deadline, so it always records the outcome.
+ *
+ * <p>Hazard — the money rule: from PAYING on, a payment request may have reached the provider, and
+ * the reconciler settles any purchase it finds with its payment open by sending the same charge
+ * again. So once PAYING may have been written, the buyer is told an error only when the purchase is
+ * RELEASED (it then cannot be charged) or the provider declined this key; every other ending is 202,
+ * pending, and the purchase's key tells its outcome later.
  */
 public final class PurchaseFlow {
     private static final Logger LOG = Logger.getLogger(PurchaseFlow.class.getName());
-    private final Inventory inventory;
     private final Checks checks;
     private final PaymentGateway payments;
     private final Purchases purchases;
     private final PurchaseConfig config;
 
-    public PurchaseFlow(Inventory inventory, Checks checks, PaymentGateway payments, Purchases purchases,
-                        PurchaseConfig config) {
-        this.inventory = inventory;
+    public PurchaseFlow(Checks checks, PaymentGateway payments, Purchases purchases, PurchaseConfig config) {
         this.checks = checks;
         this.payments = payments;
         this.purchases = purchases;
@@ -58,36 +60,46 @@ public final class PurchaseFlow {
             // on would take seats and CPU from others and then miss anyway. Shed it, unreserved.
             throw new Problem(503, "overloaded", "Overloaded",
                     "The server is too busy to finish this purchase in time; nothing was reserved or charged, "
-                    + "try again after Retry-After", java.util.Map.of(), config.retryAfter(), null);
+                    + "try again after Retry-After", Map.of(), config.retryAfter(), null);
         }
         Timeline timeline = new Timeline();
-        Hold hold = reserve(order, timeline);                                                 // 1. reserve
-        Quote quote = check(hold, deadline, timeline);                                        // 2. check
-        Charge charge = payments.charge(paymentOrder(hold, quote), deadline, timeline);       // 3. pay
-        return settle(hold, quote, charge, timeline);                                         // 4. confirm, 5. release
+        try {
+            Hold hold = reserve(order, timeline);                                             // 1. reserve
+            Quote quote = check(hold, deadline, timeline);                                    // 2. check
+            Charge charge = payments.charge(paymentOrder(hold, quote), deadline, timeline);   // 3. pay
+            return settle(hold, quote, charge, timeline);                                     // 4. confirm, 5. release
+        } catch (Pending pending) {
+            return pending.outcome();
+        }
     }
 
     private Hold reserve(Order order, Timeline timeline) {
         int step = timeline.start("reserve");
-        Hold hold = inventory.reserve(order);
+        Hold hold = purchases.reserve(order);
         timeline.end(step, "held " + hold.seats().size() + (hold.seats().size() == 1 ? " seat" : " seats"));
         return hold;
     }
 
+    /** The checks, then HELD → PAYING: after this the payment may be sent. */
     private Quote check(Hold hold, Deadline deadline, Timeline timeline) throws InterruptedException {
         Quote quote;
         try {
             quote = checks.run(hold, deadline, timeline);
         } catch (DeadlinePassed e) {
             timeline.endOpen("cancelled");
-            throw release(hold, PurchaseState.HELD, "deadline passed during the checks", timeline,
-                          new DeadlineExceeded(config.deadline(), "during the fraud and tax checks"));
+            throw releaseHeld(hold, "deadline passed during the checks", timeline,
+                              new DeadlineExceeded(config.deadline(), "during the fraud and tax checks"));
         } catch (RuntimeException e) {
-            throw release(hold, PurchaseState.HELD, e.getMessage(), timeline, e);
+            throw releaseHeld(hold, e.getMessage(), timeline, e);
         }
+        Purchases.Moved started;
         try {
-            purchases.markPaying(hold, quote);
-        } catch (TransitionRefused e) {
+            started = purchases.startPayment(hold, quote);
+        } catch (RuntimeException e) {
+            // Whether PAYING was written is not known: end it as a payment that never left, which it is.
+            throw unsent(hold, quote, "could not start the payment: " + e.getMessage(), timeline, e);
+        }
+        if (started instanceof Purchases.Moved.Refused) {
             // Cancelled or expired while the checks ran: no payment starts, the seats are back already.
             throw purchases.notPayable(hold);
         }
@@ -102,14 +114,12 @@ public final class PurchaseFlow {
         return switch (charge) {
             case Charge.Captured captured -> confirm(hold, quote, captured.paymentId(), timeline);
             case Charge.Unknown unknown -> pending(hold, quote, unknown.reason(), timeline);
-            case Charge.Declined declined -> throw release(hold, PurchaseState.PAYING, "payment declined", timeline,
-                    new PaymentDeclined(declined.reason()));
-            case Charge.Rejected rejected -> throw release(hold, PurchaseState.PAYING,
-                    "payment refused with " + rejected.status(), timeline,
+            case Charge.Declined declined -> declined(hold, declined, timeline);
+            case Charge.Rejected rejected -> throw unsent(hold, quote, "payment refused with " + rejected.status(), timeline,
                     new PaymentUnavailable(502, "payment-refused",
                             "The payment provider refused the request (" + rejected.status() + ")", null));
-            case Charge.NotSent notSent -> throw release(hold, PurchaseState.PAYING,
-                    "payment not attempted: " + notSent.reason(), timeline, switch (notSent.why()) {
+            case Charge.NotSent notSent -> throw unsent(hold, quote, "payment not attempted: " + notSent.reason(), timeline,
+                    switch (notSent.why()) {
                         case DEADLINE -> new DeadlineExceeded(config.deadline(), "before the payment could start");
                         case CAPACITY -> new PaymentUnavailable(503, "payment-capacity-full",
                                 "The payment could not be attempted: " + notSent.reason(), config.retryAfter());
@@ -120,69 +130,137 @@ public final class PurchaseFlow {
     }
 
     /**
-     * Releases the hold and returns {@code outcome} for the caller to throw. When the release itself
-     * fails, that failure is thrown instead (the buyer must not be told the seats came back), with the
-     * outcome attached as suppressed; nothing was charged on any path that releases.
+     * HELD → RELEASED, then {@code outcome} for the caller to throw. No payment was started, so an
+     * error is true whatever happens here: if the release fails, the hold stays until recovery
+     * releases it, and the buyer's key stays taken until then (it holds seats).
      */
-    private RuntimeException release(Hold hold, PurchaseState from, String reason, Timeline timeline, RuntimeException outcome) {
+    private RuntimeException releaseHeld(Hold hold, String reason, Timeline timeline, RuntimeException outcome) {
         try {
-            purchases.release(hold, from, reason, timeline);
-            return outcome;
-        } catch (TransitionRefused e) {
-            // Somebody else ended it first (the buyer cancelled, the hold expired): say that instead.
-            return from == PurchaseState.HELD ? purchases.notPayable(hold) : e;
+            return switch (purchases.release(hold.purchaseId(), PurchaseState.HELD, reason, timeline, -1)) {
+                case Purchases.Moved.Done done -> outcome;
+                // Somebody else ended it first (the buyer cancelled, the hold expired): say that instead.
+                case Purchases.Moved.Refused refused -> purchases.notPayable(hold);
+                case Purchases.Moved.SeatsGone gone -> outcome;
+            };
         } catch (RuntimeException e) {
-            e.addSuppressed(outcome);
             LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " could not be released (" + reason
-                                  + "); its hold stays until it expires", e);
-            return e;
+                                  + "); recovery releases it", e);
+            return outcome;
         }
     }
 
     /**
-     * Once money may have moved, no failure may escape as an error a client would retry with a new
-     * key (a second purchase, a second charge): a confirmation that cannot be written leaves the
+     * A purchase that may be PAYING though no payment request left (it was refused at once, never
+     * connected, or never sent): RELEASED, then {@code outcome}. If it cannot be released, it stays
+     * PAYING and the reconciler will settle it — possibly by charging — so the buyer is told 202,
+     * never an error that says nothing was charged.
+     */
+    private RuntimeException unsent(Hold hold, Quote quote, String reason, Timeline timeline, RuntimeException outcome) {
+        try {
+            Purchases.Moved moved = purchases.release(hold.purchaseId(), PurchaseState.PAYING, reason, timeline, -1);
+            if (moved instanceof Purchases.Moved.Refused refused && refused.actual().orElse(null) == PurchaseState.HELD) {
+                // PAYING was never written.
+                moved = purchases.release(hold.purchaseId(), PurchaseState.HELD, reason, timeline, -1);
+            }
+            return switch (moved) {
+                case Purchases.Moved.Refused refused when refused.actual().map(PurchaseState::leavesNothing).orElse(false) ->
+                        purchases.notPayable(hold);
+                case Purchases.Moved.Refused refused ->
+                        new Pending(PurchaseView.of(hold, quote, refused.actual().orElse(PurchaseState.PAYING), List.of()));
+                case Purchases.Moved.Done done -> outcome;
+                case Purchases.Moved.SeatsGone gone -> outcome;
+            };
+        } catch (RuntimeException e) {
+            LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " sent no payment but could not be released (" + reason
+                                  + "); it stays for recovery and the reconciler, and its buyer is told it is pending", e);
+            return new Pending(PurchaseView.of(hold, quote, PurchaseState.PAYING, List.of()));
+        }
+    }
+
+    /** The provider declined this key: a definite refusal, true even while the release is still to come. */
+    private Outcome declined(Hold hold, Charge.Declined declined, Timeline timeline) {
+        try {
+            purchases.release(hold.purchaseId(), PurchaseState.PAYING, "payment declined", timeline, -1);
+        } catch (RuntimeException e) {
+            // Left PAYING: recovery makes it PAYMENT_UNKNOWN, and the reconciler, told "failed" for the key, releases it.
+            LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " was declined but could not be released; "
+                                  + "the reconciler will", e);
+        }
+        throw new PaymentDeclined(declined.reason());
+    }
+
+    /**
+     * Once money has moved, no failure may escape as an error a client would retry with a new key
+     * (a second purchase, a second charge): a confirmation that cannot be written leaves the
      * purchase pending, for the provider to be asked again.
      */
     private Outcome confirm(Hold hold, Quote quote, String paymentId, Timeline timeline) {
+        int step = timeline.start("confirm");
+        Purchases.Moved moved;
         try {
-            return new Outcome(purchases.confirm(hold, quote, paymentId, timeline), true);
-        } catch (Purchases.HoldExpired e) {
-            return refund(hold, quote, paymentId, timeline);
+            moved = purchases.confirm(hold.purchaseId(), PurchaseState.PAYING, paymentId, timeline, step);
         } catch (RuntimeException e) {
+            timeline.end(step, "failed: " + e.getMessage());
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged (" + paymentId
                                    + ") but could not be confirmed; it stays pending", e);
             return pending(hold, quote, "charged as " + paymentId + " but not confirmed: " + e.getMessage(), timeline);
         }
+        return switch (moved) {
+            // Built from what was written, not read back: a failing read must not make it look pending.
+            case Purchases.Moved.Done done -> new Outcome(PurchaseView.of(hold, quote, PurchaseState.CONFIRMED, done.tickets()), true);
+            case Purchases.Moved.SeatsGone gone -> refund(hold, quote, paymentId, timeline, step);
+            case Purchases.Moved.Refused refused -> {
+                timeline.end(step, "refused: the purchase is " + refused.actual().map(Enum::name).orElse("gone"));
+                yield Outcome.pending(PurchaseView.of(hold, quote, refused.actual().orElse(PurchaseState.PAYING), List.of()));
+            }
+        };
     }
 
     /**
-     * The payment was captured after the hold had expired: the seats are no longer promised, so the
-     * money goes back (queued durably with the state change) and the buyer is told, with a 409
-     * that is stored for the key like any answer. If even that cannot be written, the purchase is
-     * left pending for the reconciler, which finds the capture and settles it.
+     * The payment was captured but the seats are no longer all held: the money goes back (queued
+     * durably with the state change) and the buyer is told, with a 409 that is stored for the key
+     * like any answer. If even that cannot be written, the purchase is left pending for the
+     * reconciler, which finds the capture and settles it.
      */
-    private Outcome refund(Hold hold, Quote quote, String paymentId, Timeline timeline) {
+    private Outcome refund(Hold hold, Quote quote, String paymentId, Timeline timeline, int step) {
         try {
-            purchases.refund(hold, PurchaseState.PAYING, paymentId, "the hold expired before the payment was confirmed", timeline);
+            purchases.refund(hold.purchaseId(), PurchaseState.PAYING, paymentId, "captured after its seats were gone", timeline, step);
         } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged after its hold expired and could not be "
+            timeline.end(step, "failed: " + e.getMessage());
+            LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged without its seats and could not be "
                                    + "refunded now; it stays pending", e);
-            return pending(hold, quote, "charged as " + paymentId + " after the hold expired: " + e.getMessage(), timeline);
+            return pending(hold, quote, "charged as " + paymentId + " without its seats: " + e.getMessage(), timeline);
         }
-        throw new Problem(409, "hold-expired-refunded", "Hold expired, payment refunded",
-                "The hold on " + String.join(", ", hold.seats()) + " expired before the payment was confirmed; the payment "
-                + paymentId + " is being refunded", java.util.Map.of("purchaseId", hold.purchaseId(), "state", "REFUNDED"), null, null);
+        throw new Problem(409, "payment-refunded", "Seats gone, payment refunded",
+                "The seats " + String.join(", ", hold.seats()) + " were no longer held when the payment was confirmed; the payment "
+                + paymentId + " is being refunded", Map.of("purchaseId", hold.purchaseId(), "state", "REFUNDED"), null, null);
     }
 
     private Outcome pending(Hold hold, Quote quote, String reason, Timeline timeline) {
         try {
-            return Outcome.pending(purchases.markUnknown(hold, quote, reason, timeline));
+            purchases.loseAnswer(hold.purchaseId(), reason, timeline);
         } catch (RuntimeException e) {
+            // Left PAYING: recovery makes it PAYMENT_UNKNOWN after purchase.abandoned-after.
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " could not be marked PAYMENT_UNKNOWN; "
-                                   + "it stays as it is", e);
-            return Outcome.pending(PurchaseView.of(hold, quote, PurchaseState.PAYMENT_UNKNOWN, List.of()));
+                                   + "recovery will", e);
         }
+        return Outcome.pending(PurchaseView.of(hold, quote, PurchaseState.PAYMENT_UNKNOWN, List.of()));
     }
 
+    /**
+     * A purchase that must be answered 202 from a step that otherwise ends by throwing its answer;
+     * thrown only inside this class and caught by {@link #purchase}.
+     */
+    private static final class Pending extends RuntimeException {
+        private final PurchaseView purchase;
+
+        Pending(PurchaseView purchase) {
+            super("pending", null, false, false);
+            this.purchase = purchase;
+        }
+
+        Outcome outcome() {
+            return Outcome.pending(purchase);
+        }
+    }
 }

@@ -66,6 +66,7 @@ public final class PurchaseRoutes {
 
     public void register(HttpRouting.Builder routing) {
         routing.post("/purchases", this::purchase)
+               .get("/purchases", this::list)
                .get("/purchases/{id}", this::find)
                .post("/purchases/{id}/cancel", this::cancel);
     }
@@ -93,19 +94,20 @@ public final class PurchaseRoutes {
         // the answer is written, so a client that has its answer can count on the place being free.
         try (Admission.Permit permit = claimed.get()) {
             reply = platform == null ? admitted(key, body, order, deadline, response)
-                    : onPlatformThread(() -> admitted(key, body, order, deadline, response));
+                    : onPlatformThread(key, () -> admitted(key, body, order, deadline, response));
         }
         serverTiming(response, arrived);
         reply.send(response);
     }
 
     /** The benchmark's comparison: the purchase runs on a bounded pool of platform threads, the handler waits. */
-    private Reply onPlatformThread(java.util.concurrent.Callable<Reply> work) {
+    private Reply onPlatformThread(String key, java.util.concurrent.Callable<Reply> work) {
         try {
             return platform.submit(work).get();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return Reply.problem(new Problem(503, "shutting-down", "Shutting down", "The server is stopping"), "/purchases");
+            // The purchase goes on in the pool and may pay: not an error.
+            return notKnown(key, "The server stopped while this purchase ran");
         } catch (java.util.concurrent.ExecutionException e) {
             if (e.getCause() instanceof RuntimeException runtime) {
                 throw runtime;
@@ -127,6 +129,36 @@ public final class PurchaseRoutes {
         return admission.available();
     }
 
+    /** From a purchase's arrival to its answer. */
+    public java.time.Duration deadline() {
+        return config.deadline();
+    }
+
+    /** Purchases this process is running now. */
+    public int inFlight() {
+        return admission.capacity() - admission.available();
+    }
+
+    /**
+     * Waits, at most {@code bound}, until no purchase runs in this process: for the shutdown, after
+     * the server has stopped taking requests. True when none is left.
+     */
+    public boolean drain(java.time.Duration bound) {
+        long until = System.nanoTime() + bound.toNanos();
+        while (inFlight() > 0 && System.nanoTime() < until) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return inFlight() == 0;
+            }
+        }
+        if (platform != null) {
+            platform.shutdown();
+        }
+        return inFlight() == 0;
+    }
+
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
     private Reply admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response) {
         return switch (keys.claim(key, IdempotencyKeys.fingerprint(body))) {
@@ -136,7 +168,7 @@ public final class PurchaseRoutes {
                 yield replay.reply().status() == 202 ? current(replay.reply()) : replay.reply();
             }
             case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline);
-            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, order, deadline);
+            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline);
         };
     }
 
@@ -151,34 +183,28 @@ public final class PurchaseRoutes {
         if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
             throw IdempotencyKeys.inFlight(key);
         }
-        if (!keys.takeOver(key, abandoned.claimedAt())) {
-            throw IdempotencyKeys.inFlight(key);
-        }
-        if (state.isEmpty() || List.of(PurchaseState.RELEASED, PurchaseState.EXPIRED).contains(state.get())) {
-            return runFresh(key, order, deadline);
+        String token = keys.takeOver(key, abandoned.claimedAt()).orElseThrow(() -> IdempotencyKeys.inFlight(key));
+        if (state.isEmpty() || state.get().leavesNothing()) {
+            return runFresh(key, token, order, deadline);
         }
         Reply reply = current(id.get());
-        keys.complete(key, reply);
+        end(key, keys.complete(key, token, reply));
         return reply;
     }
 
-    private Reply runFresh(String key, Order order, Deadline deadline) {
+    Reply runFresh(String key, String token, Order order, Deadline deadline) {
         Reply reply;
         try {
-            reply = run(order, deadline);
+            reply = run(key, order, deadline);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            metrics.outcome(503);
-            // The payment may have left: the key stays in flight so that no retry starts a second purchase.
-            return Reply.problem(new Problem(503, "shutting-down", "Shutting down",
-                    "The server is stopping; the purchase is left for recovery to finish"), "/purchases");
+            metrics.outcome(202);
+            // The server is stopping past its grace, and the payment may have left: never "nothing was
+            // charged". The key stays in flight; recovery settles the purchase and the key's retry tells it.
+            return stopping(key);
         }
         try {
-            if (RETRYABLE.contains(reply.status())) {
-                keys.forget(key);
-            } else {
-                keys.complete(key, reply);
-            }
+            end(key, RETRYABLE.contains(reply.status()) ? keys.forget(key, token) : keys.complete(key, token, reply));
         } catch (RuntimeException e) {
             // The buyer still gets the real outcome; the key stays in flight, so a retry with it is
             // refused (409) rather than run again: it must not become a second purchase.
@@ -187,20 +213,55 @@ public final class PurchaseRoutes {
         return reply;
     }
 
+    private static void end(String key, IdempotencyKeys.Ending ending) {
+        switch (ending) {
+            case STORED, LET_GO -> {
+            }
+            case KEPT -> LOG.info("Idempotency-Key " + key + " stays taken: its purchase still holds seats or a payment; "
+                                  + "it is free again once recovery has ended the purchase");
+            case LOST -> LOG.warning("Idempotency-Key " + key + " was taken over by a retry while this request still ran; "
+                                     + "its answer was not stored and the retry's claim was left alone");
+        }
+    }
+
+    /**
+     * The answer to a purchase cut by the server's stop: 202, with the purchase if one was made, for
+     * the key's retry to follow. The read runs with the interrupt cleared and the flag is set again.
+     */
+    private Reply stopping(String key) {
+        boolean interrupted = Thread.interrupted();
+        try {
+            Optional<String> id = purchases.byKey(key);
+            if (id.isPresent()) {
+                return current(id.get());
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "could not read the purchase of Idempotency-Key " + key + " while stopping", e);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        return notKnown(key, "The server stopped while this purchase ran");
+    }
+
+    /** 202 for a purchase whose outcome this request cannot tell: its key's retry will. */
+    private static Reply notKnown(String key, String why) {
+        return Reply.json(202, Map.of("idempotencyKey", key, "state", "PENDING",
+                "detail", why + "; retry with the same Idempotency-Key to learn its outcome"), null);
+    }
+
     /** The purchase a stored pending answer was about, as it stands now. */
     private Reply current(Reply pending) {
         String location = pending.location();
         return location == null ? pending : current(location.substring(location.lastIndexOf('/') + 1));
     }
 
-    /** 201 once confirmed, 202 while the payment is unknown, 200 otherwise; the state says which. */
+    /** 201 once confirmed, 202 while it is not over (its payment unknown or unresolved), 200 otherwise; the state says which. */
     private Reply current(String id) {
         PurchaseView view = purchases.find(id).orElseThrow().withoutTimeline();
-        int status = switch (PurchaseState.valueOf(view.state())) {
-            case CONFIRMED -> 201;
-            case PAYMENT_UNKNOWN, PAYING, HELD -> 202;
-            default -> 200;
-        };
+        PurchaseState state = PurchaseState.valueOf(view.state());
+        int status = state == PurchaseState.CONFIRMED ? 201 : state.terminal() ? 200 : 202;
         return Reply.json(status, view, "/purchases/" + id);
     }
 
@@ -215,26 +276,71 @@ public final class PurchaseRoutes {
                 + "nothing was reserved or charged, try again after Retry-After", Map.of(), config.retryAfter(), null);
     }
 
+    /** The keys this process claims, for tests that run a claimed purchase by hand. */
+    IdempotencyKeys keys() {
+        return keys;
+    }
+
     /** This process's admission, for tests that check every place came back. */
     Admission admission() {
         return admission;
     }
 
-    private Reply run(Order order, Deadline deadline) throws InterruptedException {
+    private Reply run(String key, Order order, Deadline deadline) throws InterruptedException {
+        Reply reply;
         try {
             PurchaseFlow.Outcome outcome = flow.purchase(order, deadline);
-            metrics.outcome(outcome.confirmed() ? 201 : 202);
             PurchaseView view = outcome.purchase();
-            return Reply.json(outcome.confirmed() ? 201 : 202, view, "/purchases/" + view.id());
+            reply = Reply.json(outcome.confirmed() ? 201 : 202, view, "/purchases/" + view.id());
         } catch (Problem problem) {
-            metrics.outcome(problem.status());
-            return Reply.problem(problem, "/purchases");
+            reply = problem.status() >= 500 && !SHED.equals(problem.kind()) ? afterFailure(key, problem) : Reply.problem(problem, "/purchases");
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "purchase failed", e);
-            metrics.outcome(500);
-            return Reply.problem(new Problem(500, "internal", "Internal error",
-                    "The purchase failed unexpectedly before any payment; nothing was charged, try again"), "/purchases");
+            reply = afterFailure(key, new Problem(500, "internal", "Internal error",
+                    "The purchase failed unexpectedly; nothing was reserved or charged, try again"));
         }
+        metrics.outcome(reply.status());
+        return reply;
+    }
+
+    /** The flow's answer to a purchase it shed before reserving anything. */
+    private static final String SHED = "overloaded";
+
+    /**
+     * A 5xx says nothing remains of the purchase, so a retry may run afresh. When a purchase made
+     * with the key still holds seats or a payment (a release or a write failed on the way out), it is
+     * answered as it stands instead — 202 until it ends — and its key stays taken.
+     */
+    private Reply afterFailure(String key, Problem failure) {
+        try {
+            Optional<String> id = purchases.byKey(key);
+            if (id.isPresent() && purchases.stateOf(id.get()).map(state -> !state.leavesNothing()).orElse(false)) {
+                return current(id.get());
+            }
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "could not read the purchase of Idempotency-Key " + key + " after a failure", e);
+            return notKnown(key, "The purchase could not be finished and its state could not be read");
+        }
+        return Reply.problem(failure, "/purchases");
+    }
+
+    /** {@code GET /purchases?state=…}: how many purchases are in the state, and the oldest of them. */
+    private void list(ServerRequest request, ServerResponse response) {
+        String name = request.query().first("state").orElseThrow(() -> Problem.badRequest("missing-parameter",
+                "Name the state: /purchases?state=<" + String.join("|", states()) + ">"));
+        PurchaseState state = states().contains(name) ? PurchaseState.valueOf(name) : null;
+        if (state == null) {
+            throw Problem.badRequest("unknown-state", "There is no state " + name + "; the states are " + String.join(", ", states()));
+        }
+        Map<String, Object> body = new java.util.LinkedHashMap<>();
+        body.put("state", state.name());
+        body.put("count", purchases.count(state).count());
+        body.put("items", purchases.list(state));
+        Reply.json(200, body, null).send(response);
+    }
+
+    private static List<String> states() {
+        return java.util.Arrays.stream(PurchaseState.values()).map(Enum::name).toList();
     }
 
     private void find(ServerRequest request, ServerResponse response) {

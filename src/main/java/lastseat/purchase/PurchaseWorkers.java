@@ -38,11 +38,16 @@ public final class PurchaseWorkers implements AutoCloseable {
 
     /** Purchases whose payment is unknown, and how long the oldest has waited (for the metrics). */
     public int unknownPayments() {
-        return purchases.unknownAge().count();
+        return purchases.count(PurchaseState.PAYMENT_UNKNOWN).count();
     }
 
     public double oldestUnknownSeconds() {
-        return purchases.unknownAge().oldest().toMillis() / 1000.0;
+        return purchases.count(PurchaseState.PAYMENT_UNKNOWN).oldest().toMillis() / 1000.0;
+    }
+
+    /** Purchases an operator must see: their payment stayed unknown past reconcile.give-up-after. */
+    public int unresolvedPayments() {
+        return purchases.count(PurchaseState.PAYMENT_UNRESOLVED).count();
     }
 
     int sweepNow() {

@@ -5,6 +5,7 @@ import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.inventory.Hold;
 import lastseat.inventory.Inventory;
+import lastseat.inventory.Order;
 import lastseat.outbox.Outbox;
 import lastseat.web.Json;
 import lastseat.web.Problem;
@@ -17,28 +18,35 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
+import java.time.Instant;
 import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
+import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.stream.Collectors;
 
 /**
- * The purchase state machine of DESIGN.md, in SQL. Every transition is a compare-and-set
- * ({@code UPDATE purchases ... WHERE id = ? AND state = ?}); zero rows is {@link TransitionRefused},
- * never ignored. Seats move with their purchase in the same transaction, so capacity comes back
- * exactly once (I2) and a confirmation issues tickets and queues its email together.
+ * The one writer of {@code purchases.state}: every change is a row of {@link Transition}, made by
+ * {@link #move} as a compare-and-set ({@code UPDATE purchases ... WHERE id = ? AND state = ?}) in
+ * the transaction that also moves the seats, issues the tickets and queues the outbox rows the row
+ * calls for. Zero rows changed is {@link Moved.Refused}, a value the caller must handle, never
+ * ignored; nothing else changes then.
  *
- * <p>Hazard: every hold must end CONFIRMED, RELEASED, EXPIRED or REFUNDED; a path that returns
- * without one of these transitions leaves seats held until the expiry sweeper finds them.
+ * <p>Hazard: every hold must end CONFIRMED, RELEASED, EXPIRED or REFUNDED (or wait, seats held, in
+ * PAYMENT_UNKNOWN / PAYMENT_UNRESOLVED for the provider's answer); a path that returns without one
+ * of these transitions leaves seats held until the sweeper's recovery finds them.
  */
 public final class Purchases {
     static final String CONFIRMATION_EMAIL = "confirmation-email";
     static final String REFUND = "refund";
     static final String REFUND_EMAIL = "refund-email";
+    /** Rows one listing shows at most ({@code GET /purchases?state=}). */
+    static final int MAX_LISTED = 100;
 
     private final Database db;
     private final Inventory inventory;
@@ -52,20 +60,166 @@ public final class Purchases {
         this.settleTime = settleTime;
     }
 
+    /** What one attempted transition did. */
+    public sealed interface Moved {
+        /** The purchase is now in {@code to}, with every effect of the row; {@code tickets} issued by a confirmation. */
+        record Done(PurchaseState to, List<PurchaseView.Ticket> tickets) implements Moved {
+        }
+
+        /** It was not in the row's {@code from} state (or its guard failed): nothing changed. */
+        record Refused(String id, Transition tried, Optional<PurchaseState> actual) implements Moved {
+        }
+
+        /** A move that sells found the seats no longer all held by the purchase: nothing changed. */
+        record SeatsGone(String id) implements Moved {
+        }
+    }
+
+    // --- the reservation: a purchase comes to be, HELD ---
+
     /**
-     * HELD → PAYING, recording the tax: from here on the payment request may leave. Refused
-     * ({@link TransitionRefused}) when the purchase is no longer HELD (cancelled, expired) or its
-     * hold has expired: a payment must not start for seats that are no longer promised.
+     * Step 1 of a purchase, in one transaction: expires the holds past their expiry on the seats the
+     * order wants, claims every seat or none, and writes the purchase HELD. Throws the 409 the order
+     * earned (which seats are taken, or how many are free) when a seat is missed.
      */
-    void markPaying(Hold hold, Quote quote) {
-        db.inTransaction(c -> {
-            OffsetDateTime now = now();
-            int rows = Sql.update(c, "UPDATE purchases SET state = 'PAYING', tax = ?, updated_at = ? "
-                                     + "WHERE id = ? AND state = 'HELD' AND hold_expires_at > ?",
-                                  quote.tax(), now, hold.purchaseId(), now);
-            refuseIfNone(rows, hold.purchaseId(), PurchaseState.HELD, PurchaseState.PAYING);
-            return null;
+    public Hold reserve(Order order) {
+        String purchaseId = UUID.randomUUID().toString();
+        // Milliseconds: what the database stores and every later read shows, so answers agree byte for byte.
+        Instant expiresAt = clock.instant().plus(inventory.config().holdTtl()).truncatedTo(ChronoUnit.MILLIS);
+        Inventory.Claim claim = db.inTransaction(c -> {
+            for (String expired : inventory.expiredHoldsOn(c, order)) {
+                // Refused means somebody else moved it first: its seats are back or never will be, either way not ours to take.
+                move(c, Transition.EXPIRE_HOLD, expired, Change.by("expire", "the hold expired; seats released")
+                        .because("the hold expired before the checks ended"));
+            }
+            Inventory.Claim attempt = inventory.claim(c, order, purchaseId);
+            if (attempt instanceof Inventory.Claim.Claimed claimed) {
+                insertHeld(c, purchaseId, order, claimed, expiresAt);
+            } else {
+                c.rollback();
+            }
+            return attempt;
         });
+        return switch (claim) {
+            case Inventory.Claim.Claimed claimed -> new Hold(purchaseId, order.eventId(), claimed.labels(), claimed.amount(),
+                    claimed.currency(), expiresAt, order.buyerId(), order.buyerEmail(), order.paymentToken());
+            case Inventory.Claim.Missed missed -> throw inventory.refusal(order, missed);
+        };
+    }
+
+    private void insertHeld(Connection c, String purchaseId, Order order, Inventory.Claim.Claimed claimed, Instant expiresAt)
+            throws SQLException {
+        OffsetDateTime now = now();
+        Sql.update(c, "INSERT INTO purchases (id, event_id, state, idempotency_key, buyer_id, buyer_email, payment_token, "
+                      + "seat_count, amount, currency, hold_expires_at, created_at, updated_at) "
+                      + "VALUES (?, ?, 'HELD', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   purchaseId, order.eventId(), order.idempotencyKey(), order.buyerId(), order.buyerEmail(),
+                   order.paymentToken(), claimed.labels().size(), claimed.amount(), claimed.currency(),
+                   expiresAt.atOffset(ZoneOffset.UTC), now, now);
+        try (PreparedStatement ps = c.prepareStatement("INSERT INTO purchase_seats (purchase_id, event_id, label) VALUES (?, ?, ?)")) {
+            for (String label : claimed.labels()) {
+                ps.setString(1, purchaseId);
+                ps.setString(2, order.eventId());
+                ps.setString(3, label);
+                ps.addBatch();
+            }
+            ps.executeBatch();
+        }
+    }
+
+    // --- the moves ---
+
+    /**
+     * HELD → PAYING, recording the tax: from here on the payment request may leave. Refused when the
+     * purchase is no longer HELD (cancelled, expired) or its hold has expired: a payment must not
+     * start for seats that are no longer promised.
+     */
+    Moved startPayment(Hold hold, Quote quote) {
+        OffsetDateTime now = now();
+        return db.inTransaction(c -> move(c, Transition.START_PAYMENT, hold.purchaseId(),
+                Change.silent().guard(" AND hold_expires_at > ?", now).set("tax = ?", quote.tax())));
+    }
+
+    /**
+     * {@code from} → CONFIRMED for a captured payment: seats sold, tickets issued, the confirmation
+     * email queued, in one transaction. {@link Moved.SeatsGone} when the seats are no longer all held
+     * by it (then nothing changed and the caller refunds). The hold's expiry does not matter: seats of
+     * a purchase whose payment is open are never expired, so a late capture still gets its seats.
+     */
+    Moved confirm(String id, PurchaseState from, String paymentId, Timeline timeline, int step) {
+        return db.inTransaction(c -> move(c, Transition.of(from, PurchaseState.CONFIRMED), id,
+                Change.on(timeline).ending(step).paid(paymentId).because("the provider captured " + paymentId)));
+    }
+
+    /**
+     * {@code from} → REFUNDED for a captured payment whose purchase cannot be confirmed: its seats (if
+     * any are still held) come back, and the refund ({@code POST /refunds} with its own key) and the
+     * buyer's email are queued in the same transaction, so the refund is asked for exactly once.
+     */
+    Moved refund(String id, PurchaseState from, String paymentId, String reason, Timeline timeline, int step) {
+        return db.inTransaction(c -> move(c, Transition.of(from, PurchaseState.REFUNDED), id,
+                Change.on(timeline).ending(step).paid(paymentId).because(reason)));
+    }
+
+    /** {@code from} → RELEASED: the seats come back, once. Only where nothing was or can be charged. */
+    Moved release(String id, PurchaseState from, String reason, Timeline timeline, int step) {
+        return db.inTransaction(c -> move(c, Transition.of(from, PurchaseState.RELEASED), id,
+                Change.on(timeline).ending(step).because(reason)));
+    }
+
+    /** PAYING → PAYMENT_UNKNOWN: the seats stay held; the reconciler asks the provider after the settle time. */
+    Moved loseAnswer(String id, String reason, Timeline timeline) {
+        return db.inTransaction(c -> move(c, Transition.LOSE_ANSWER, id, Change.on(timeline).because(reason)));
+    }
+
+    /** HELD → RELEASED because the buyer changed their mind; 404 or 409 (naming the state) otherwise. */
+    PurchaseView cancel(String id) {
+        Moved moved = db.inTransaction(c -> move(c, Transition.RELEASE_HOLD, id,
+                Change.by("cancel", "released by the buyer").because("cancelled by the buyer")));
+        if (moved instanceof Moved.Refused refused) {
+            PurchaseState state = refused.actual()
+                    .orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase " + id));
+            throw new Problem(409, "purchase-not-cancellable", "Purchase cannot be cancelled",
+                    "Purchase " + id + " is " + state + "; only a purchase still HELD (before its payment) can be cancelled",
+                    Map.of("state", state.name()), null, null);
+        }
+        return find(id).orElseThrow();
+    }
+
+    /** HELD → EXPIRED with the seats back, if its hold has run out and nobody moved it first. */
+    Moved expire(String id) {
+        return db.inTransaction(c -> move(c, Transition.EXPIRE_HOLD, id,
+                Change.by("expire", "the hold expired; seats released").because("the hold expired before the checks ended")
+                        .guard(" AND hold_expires_at <= ?", now())));
+    }
+
+    /**
+     * Finishes a purchase a stopped process left, through the same table: HELD (no payment can have
+     * left) → RELEASED; PAYING (a payment may have left) → PAYMENT_UNKNOWN, for the reconciler. Only
+     * while it is untouched since {@code cutoff}; returns the state it moved to, if any.
+     */
+    Optional<PurchaseState> recover(String id, Instant cutoff) {
+        OffsetDateTime before = cutoff.atOffset(ZoneOffset.UTC);
+        return db.inTransaction(c -> {
+            Moved released = move(c, Transition.RELEASE_HOLD, id,
+                    Change.by("recover", "released: its process stopped before the payment")
+                            .because("recovered: the process running it stopped before its payment")
+                            .guard(" AND updated_at < ?", before));
+            if (released instanceof Moved.Done) {
+                return Optional.of(PurchaseState.RELEASED);
+            }
+            Moved unknown = move(c, Transition.LOSE_ANSWER, id,
+                    Change.by("recover", "payment unknown: its process stopped during the payment")
+                            .because("recovered: its process stopped while the payment may have been sent")
+                            .guard(" AND updated_at < ?", before));
+            return unknown instanceof Moved.Done ? Optional.of(PurchaseState.PAYMENT_UNKNOWN) : Optional.empty();
+        });
+    }
+
+    /** PAYMENT_UNKNOWN → PAYMENT_UNRESOLVED: the provider could not be asked for too long; an operator must see it. */
+    Moved giveUp(String id, String reason) {
+        return db.inTransaction(c -> move(c, Transition.GIVE_UP, id,
+                Change.by("reconcile", "unresolved: " + reason).because("payment unresolved: " + reason)));
     }
 
     /**
@@ -73,10 +227,8 @@ public final class Purchases {
      * first when it has run out but nobody has expired it yet, so its seats come back now.
      */
     Problem notPayable(Hold hold) {
-        PurchaseState state = db.inTransaction(c -> {
-            inventory.expire(c, hold.purchaseId());
-            return stateOf(c, hold.purchaseId()).orElseThrow();
-        });
+        expire(hold.purchaseId());
+        PurchaseState state = stateOf(hold.purchaseId()).orElseThrow();
         return switch (state) {
             case EXPIRED -> new Problem(409, "hold-expired", "Hold expired",
                     "The hold on " + String.join(", ", hold.seats()) + " expired before the checks ended; nothing was charged");
@@ -87,141 +239,166 @@ public final class Purchases {
     }
 
     /**
-     * PAYING → CONFIRMED: seats sold, tickets issued, the confirmation email queued, in one
-     * transaction. The answer is built from what was written, not read back, so a failing read
-     * cannot make a confirmed purchase look pending.
+     * One row of the table, in the caller's transaction: the compare-and-set on the state (and the
+     * change's guard), then the row's effects on seats, tickets, the outbox and the reconciliation
+     * schedule, then the timeline. A refused move changes nothing; a sale that finds the seats gone
+     * is rolled back.
      */
-    PurchaseView confirm(Hold hold, Quote quote, String paymentId, Timeline timeline) {
-        int step = timeline.start("confirm");
-        try {
-            List<PurchaseView.Ticket> tickets = db.inTransaction(c -> {
-                OffsetDateTime now = now();
-                int rows = Sql.update(c, "UPDATE purchases SET state = 'CONFIRMED', payment_id = ?, updated_at = ? "
-                                         + "WHERE id = ? AND state = 'PAYING' AND hold_expires_at > ?",
-                                      paymentId, now, hold.purchaseId(), now);
-                if (rows == 0) {
-                    throw stateOf(c, hold.purchaseId()).orElseThrow() == PurchaseState.PAYING
-                            ? new HoldExpired(hold.purchaseId())
-                            : new TransitionRefused(hold.purchaseId(), PurchaseState.PAYING, PurchaseState.CONFIRMED);
-                }
-                return sellAndIssue(c, hold, paymentId, timeline, step);
-            });
-            return PurchaseView.of(hold, quote, PurchaseState.CONFIRMED, tickets);
-        } catch (RuntimeException e) {
-            timeline.end(step, "failed: " + e.getMessage());
-            throw e;
-        }
-    }
-
-    private List<PurchaseView.Ticket> sellAndIssue(Connection c, Hold hold, String paymentId, Timeline timeline, int step)
-            throws SQLException {
-        if (!inventory.sell(c, hold.purchaseId(), hold.seats().size())) {
-            throw new IllegalStateException("purchase " + hold.purchaseId() + " was paid (" + paymentId
-                                            + ") but no longer holds all its seats");
-        }
-        List<PurchaseView.Ticket> issued = issueTickets(c, hold);
-        Outbox.add(c, CONFIRMATION_EMAIL, hold.purchaseId(), confirmationEmail(hold, issued), clock.instant());
-        timeline.end(step, "ok");
-        saveSteps(c, hold.purchaseId(), timeline);
-        return issued;
-    }
-
-    /** The guarded confirm found the hold past its expiry: the money came too late for the promise. */
-    static final class HoldExpired extends RuntimeException {
-        HoldExpired(String purchaseId) {
-            super("the hold of purchase " + purchaseId + " expired before its payment was confirmed", null, false, false);
-        }
-    }
-
-    /**
-     * {@code from} → REFUNDED for a captured payment whose purchase cannot be confirmed: its seats
-     * come back, and the refund ({@code POST /refunds} with its own key) and the buyer's email are
-     * queued in the outbox in the same transaction, so the refund is asked for exactly once, durably.
-     */
-    void refund(Hold hold, PurchaseState from, String paymentId, String reason, Timeline timeline) {
-        int step = timeline.start("refund");
-        db.inTransaction(c -> {
-            move(c, hold.purchaseId(), from, PurchaseState.REFUNDED, paymentId, reason);
-            inventory.giveBack(c, hold.purchaseId());
-            Map<String, Object> refund = new LinkedHashMap<>();
-            refund.put("purchaseId", hold.purchaseId());
-            refund.put("paymentId", paymentId);
-            refund.put("amount", amountCharged(c, hold.purchaseId()));
-            refund.put("currency", hold.currency());
-            Outbox.add(c, REFUND, hold.purchaseId(), Json.text(refund), clock.instant());
-            Map<String, Object> email = new LinkedHashMap<>();
-            email.put("to", hold.buyerEmail());
-            email.put("template", "purchase-refunded");
-            email.put("purchaseId", hold.purchaseId());
-            email.put("reason", reason);
-            Outbox.add(c, REFUND_EMAIL, hold.purchaseId(), Json.text(email), clock.instant());
-            timeline.end(step, "queued the refund of " + paymentId);
-            saveSteps(c, hold.purchaseId(), timeline);
-            return null;
-        });
-    }
-
-    private static String amountCharged(Connection c, String id) throws SQLException {
-        return Sql.list(c, "SELECT amount + COALESCE(tax, 0) FROM purchases WHERE id = ?",
-                        rs -> rs.getBigDecimal(1).toPlainString(), id).getFirst();
-    }
-
-    /** HELD or PAYING → RELEASED: the seats come back, once. */
-    void release(Hold hold, PurchaseState from, String reason, Timeline timeline) {
-        int step = timeline.start("release");
-        db.inTransaction(c -> {
-            move(c, hold.purchaseId(), from, PurchaseState.RELEASED, null, reason);
-            int returned = inventory.giveBack(c, hold.purchaseId());
-            if (returned != hold.seats().size()) {
-                throw new IllegalStateException("purchase " + hold.purchaseId() + " held " + hold.seats().size()
-                                                + " seats but " + returned + " came back");
-            }
-            timeline.end(step, "ok");
-            saveSteps(c, hold.purchaseId(), timeline);
-            return null;
-        });
-    }
-
-    /**
-     * PAYING → PAYMENT_UNKNOWN: the seats stay held until the provider is asked again, which the
-     * reconciler does first after the settle time.
-     */
-    PurchaseView markUnknown(Hold hold, Quote quote, String reason, Timeline timeline) {
-        db.inTransaction(c -> {
-            toUnknown(c, hold.purchaseId(), reason);
-            saveSteps(c, hold.purchaseId(), timeline);
-            return null;
-        });
-        return PurchaseView.of(hold, quote, PurchaseState.PAYMENT_UNKNOWN, List.of());
-    }
-
-    private void toUnknown(Connection c, String id, String reason) throws SQLException {
-        move(c, id, PurchaseState.PAYING, PurchaseState.PAYMENT_UNKNOWN, null, reason);
+    private Moved move(Connection c, Transition row, String id, Change change) throws SQLException {
         OffsetDateTime now = now();
-        Sql.update(c, "UPDATE purchases SET unknown_since = ?, next_check_at = ?, check_attempts = 0 WHERE id = ?",
-                   now, now.plus(settleTime), id);
+        List<Object> args = new ArrayList<>(List.of(row.to().name(), now));
+        args.addAll(change.setArgs);
+        args.addAll(List.of(id, row.from().name()));
+        args.addAll(change.guardArgs);
+        int rows = Sql.update(c, "UPDATE purchases SET state = ?, updated_at = ?" + change.sets()
+                                 + " WHERE id = ? AND state = ?" + change.guard, args.toArray());
+        if (rows == 0) {
+            return new Moved.Refused(id, row, stateOf(c, id));
+        }
+        switch (row.seats()) {
+            case KEEP -> {
+            }
+            case SELL -> {
+                if (!inventory.sell(c, id, seatCount(c, id))) {
+                    c.rollback();
+                    return new Moved.SeatsGone(id);
+                }
+            }
+            case GIVE_BACK -> inventory.giveBack(c, id);
+        }
+        List<PurchaseView.Ticket> tickets = List.of();
+        switch (row.to()) {
+            case CONFIRMED -> tickets = issueAndAnnounce(c, id);
+            case REFUNDED -> queueRefund(c, id, change.paymentId, change.reason);
+            case PAYMENT_UNKNOWN -> Sql.update(c, "UPDATE purchases SET unknown_since = ?, next_check_at = ?, check_attempts = 0 "
+                                                  + "WHERE id = ?", now, now.plus(settleTime), id);
+            default -> {
+            }
+        }
+        if (change.timeline != null) {
+            if (change.endingStep >= 0) {
+                change.timeline.end(change.endingStep, "ok");
+            }
+            saveSteps(c, id, change.timeline);
+        }
+        return new Moved.Done(row.to(), tickets);
     }
 
-    /** HELD → RELEASED because the buyer changed their mind; 404 or 409 (naming the state) otherwise. */
-    PurchaseView cancel(String id) {
-        db.inTransaction(c -> {
-            Optional<PurchaseState> state = stateOf(c, id);
-            if (state.isEmpty()) {
-                throw Problem.notFound("unknown-purchase", "There is no purchase " + id);
+    /**
+     * What a move writes besides the state: the reason and payment shown to clients, columns of its
+     * own, a guard beyond the state, and the timeline steps that explain it.
+     */
+    private static final class Change {
+        private final Timeline timeline;
+        private String reason;
+        private String paymentId;
+        private final List<String> sets = new ArrayList<>();
+        private final List<Object> setArgs = new ArrayList<>();
+        private String guard = "";
+        private final List<Object> guardArgs = new ArrayList<>();
+        private int endingStep = -1;
+
+        private Change(Timeline timeline) {
+            this.timeline = timeline;
+        }
+
+        /** The purchase's own timeline (the flow's), saved with the move. */
+        static Change on(Timeline timeline) {
+            return new Change(timeline);
+        }
+
+        /** A move made in the background: one step named {@code step}, ended at once with {@code outcome}. */
+        static Change by(String step, String outcome) {
+            Timeline timeline = new Timeline();
+            timeline.end(timeline.start(step), outcome);
+            return new Change(timeline);
+        }
+
+        static Change silent() {
+            return new Change(null);
+        }
+
+        Change because(String why) {
+            this.reason = why == null || why.length() <= 300 ? why : why.substring(0, 300);
+            return set("reason = ?", this.reason);
+        }
+
+        Change paid(String payment) {
+            this.paymentId = payment;
+            return set("payment_id = ?", payment);
+        }
+
+        Change set(String assignment, Object value) {
+            sets.add(assignment);
+            setArgs.add(value);
+            return this;
+        }
+
+        Change guard(String condition, Object value) {
+            guard += condition;
+            guardArgs.add(value);
+            return this;
+        }
+
+        String sets() {
+            return sets.stream().map(s -> ", " + s).collect(Collectors.joining());
+        }
+
+        /** The timeline's step {@code index} ends "ok" with the move, so the saved timeline shows it done. */
+        Change ending(int index) {
+            this.endingStep = index;
+            return this;
+        }
+    }
+
+    private static int seatCount(Connection c, String id) throws SQLException {
+        return Sql.list(c, "SELECT seat_count FROM purchases WHERE id = ?", rs -> rs.getInt(1), id).getFirst();
+    }
+
+    /** Tickets for every seat and the confirmation email, for a purchase just confirmed. */
+    private List<PurchaseView.Ticket> issueAndAnnounce(Connection c, String id) throws SQLException {
+        Hold hold = hold(c, id);
+        List<PurchaseView.Ticket> tickets = new ArrayList<>();
+        try (PreparedStatement ps = c.prepareStatement(
+                "INSERT INTO tickets (id, purchase_id, event_id, label, issued_at) VALUES (?, ?, ?, ?, ?)")) {
+            for (String seat : hold.seats()) {
+                String ticket = UUID.randomUUID().toString();
+                ps.setString(1, ticket);
+                ps.setString(2, id);
+                ps.setString(3, hold.eventId());
+                ps.setString(4, seat);
+                ps.setObject(5, now());
+                ps.addBatch();
+                tickets.add(new PurchaseView.Ticket(ticket, seat));
             }
-            int rows = Sql.update(c, "UPDATE purchases SET state = 'RELEASED', reason = 'cancelled by the buyer', updated_at = ? "
-                                     + "WHERE id = ? AND state = 'HELD'", now(), id);
-            if (rows == 0) {
-                throw new Problem(409, "purchase-not-cancellable", "Purchase cannot be cancelled",
-                        "Purchase " + id + " is " + state.get() + (state.get() == PurchaseState.HELD ? " no longer" : "")
-                        + "; only a purchase still HELD (before its payment) can be cancelled",
-                        Map.of("state", stateOf(c, id).orElseThrow().name()), null, null);
-            }
-            inventory.giveBack(c, id);
-            appendStep(c, id, "cancel", "released by the buyer");
-            return null;
-        });
-        return find(id).orElseThrow();
+            ps.executeBatch();
+        }
+        Map<String, Object> email = new LinkedHashMap<>();
+        email.put("to", hold.buyerEmail());
+        email.put("template", "purchase-confirmed");
+        email.put("purchaseId", id);
+        email.put("eventId", hold.eventId());
+        email.put("tickets", tickets);
+        Outbox.add(c, CONFIRMATION_EMAIL, id, Json.text(email), clock.instant());
+        return List.copyOf(tickets);
+    }
+
+    /** The refund of {@code paymentId} and the buyer's email, queued with the move to REFUNDED. */
+    private void queueRefund(Connection c, String id, String paymentId, String reason) throws SQLException {
+        Hold hold = hold(c, id);
+        Map<String, Object> refund = new LinkedHashMap<>();
+        refund.put("purchaseId", id);
+        refund.put("paymentId", paymentId);
+        refund.put("amount", Sql.list(c, "SELECT amount + COALESCE(tax, 0) FROM purchases WHERE id = ?",
+                                      rs -> rs.getBigDecimal(1).toPlainString(), id).getFirst());
+        refund.put("currency", hold.currency());
+        Outbox.add(c, REFUND, id, Json.text(refund), clock.instant());
+        Map<String, Object> email = new LinkedHashMap<>();
+        email.put("to", hold.buyerEmail());
+        email.put("template", "purchase-refunded");
+        email.put("purchaseId", id);
+        email.put("reason", reason);
+        Outbox.add(c, REFUND_EMAIL, id, Json.text(email), clock.instant());
     }
 
     // --- for the sweeper ---
@@ -232,123 +409,90 @@ public final class Purchases {
                                         + "ORDER BY hold_expires_at FETCH FIRST " + limit + " ROWS ONLY", rs -> rs.getString(1), now()));
     }
 
-    /** HELD → EXPIRED with the seats back, if nobody moved it first; false otherwise. */
-    boolean expire(String id) {
-        return db.inTransaction(c -> {
-            boolean expired = inventory.expire(c, id);
-            if (expired) {
-                appendStep(c, id, "expire", "the hold expired; seats released");
-            }
-            return expired;
-        });
-    }
-
     /** Purchases still HELD or PAYING though their last move is older than {@code cutoff}: left by a stopped process. */
-    List<String> abandoned(java.time.Instant cutoff, int limit) {
+    List<String> abandoned(Instant cutoff, int limit) {
         return db.read(c -> Sql.list(c, "SELECT id FROM purchases WHERE state IN ('HELD', 'PAYING') AND updated_at < ? "
                                         + "ORDER BY updated_at FETCH FIRST " + limit + " ROWS ONLY",
                                      rs -> rs.getString(1), cutoff.atOffset(ZoneOffset.UTC)));
     }
 
-    /**
-     * Finishes a purchase a stopped process left, through the same transitions: HELD (no payment can
-     * have left) → RELEASED; PAYING (a payment may have left) → PAYMENT_UNKNOWN, for the reconciler.
-     * Only while it is still untouched since {@code cutoff}; returns the state it moved to, if any.
-     */
-    Optional<PurchaseState> recover(String id, java.time.Instant cutoff) {
-        OffsetDateTime before = cutoff.atOffset(ZoneOffset.UTC);
-        return db.inTransaction(c -> {
-            int released = Sql.update(c, "UPDATE purchases SET state = 'RELEASED', updated_at = ?, "
-                                         + "reason = 'recovered: the process running it stopped before its payment' "
-                                         + "WHERE id = ? AND state = 'HELD' AND updated_at < ?", now(), id, before);
-            if (released == 1) {
-                inventory.giveBack(c, id);
-                appendStep(c, id, "recover", "released: its process stopped before the payment");
-                return Optional.of(PurchaseState.RELEASED);
-            }
-            int unknown = Sql.update(c, "UPDATE purchases SET updated_at = ? WHERE id = ? AND state = 'PAYING' AND updated_at < ?",
-                                     now(), id, before);
-            if (unknown == 1) {
-                toUnknown(c, id, "recovered: its process stopped while the payment may have been sent");
-                appendStep(c, id, "recover", "payment unknown: its process stopped during the payment");
-                return Optional.of(PurchaseState.PAYMENT_UNKNOWN);
-            }
-            return Optional.empty();
-        });
-    }
-
     // --- for the reconciler ---
 
-    /** A PAYMENT_UNKNOWN purchase due to be asked about, and how often it was asked before. */
-    record Unknown(String id, int attempts, java.time.Instant unknownSince, OffsetDateTime nextCheckAt) {
+    /** A purchase whose payment is open, due to be asked about, and how often it was asked before. */
+    record Open(String id, PurchaseState state, int attempts, Instant unknownSince, OffsetDateTime nextCheckAt) {
     }
 
-    List<Unknown> dueForCheck(int limit) {
-        return db.read(c -> Sql.list(c, "SELECT id, check_attempts, unknown_since, next_check_at FROM purchases "
-                                        + "WHERE state = 'PAYMENT_UNKNOWN' AND next_check_at <= ? ORDER BY next_check_at "
-                                        + "FETCH FIRST " + limit + " ROWS ONLY",
-                                     rs -> new Unknown(rs.getString(1), rs.getInt(2),
-                                                       rs.getObject(3, OffsetDateTime.class).toInstant(),
-                                                       rs.getObject(4, OffsetDateTime.class)), now()));
+    /** PAYMENT_UNKNOWN and PAYMENT_UNRESOLVED purchases due for a question, oldest due first. */
+    List<Open> dueForCheck(int limit) {
+        // unknown_since is written with the move to PAYMENT_UNKNOWN; a row changed by hand may lack it.
+        return db.read(c -> Sql.list(c, "SELECT id, state, check_attempts, COALESCE(unknown_since, updated_at), next_check_at FROM purchases "
+                                        + "WHERE state IN ('PAYMENT_UNKNOWN', 'PAYMENT_UNRESOLVED') AND next_check_at <= ? "
+                                        + "ORDER BY next_check_at FETCH FIRST " + limit + " ROWS ONLY",
+                                     rs -> new Open(rs.getString(1), PurchaseState.valueOf(rs.getString(2)), rs.getInt(3),
+                                                    rs.getObject(4, OffsetDateTime.class).toInstant(),
+                                                    rs.getObject(5, OffsetDateTime.class)), now()));
     }
 
     /**
      * Claims a due purchase for one question by moving its next check to {@code until}: a
      * compare-and-set on the time read, so two reconcilers never ask about one purchase at once.
      */
-    boolean lease(Unknown due, java.time.Instant until) {
+    boolean lease(Open due, Instant until) {
         return db.inTransaction(c -> Sql.update(c, "UPDATE purchases SET next_check_at = ?, check_attempts = check_attempts + 1 "
-                                                   + "WHERE id = ? AND state = 'PAYMENT_UNKNOWN' AND next_check_at = ?",
-                                                until.atOffset(ZoneOffset.UTC), due.id(), due.nextCheckAt()) == 1);
+                                                   + "WHERE id = ? AND state = ? AND next_check_at = ?",
+                                                until.atOffset(ZoneOffset.UTC), due.id(), due.state().name(), due.nextCheckAt()) == 1);
     }
 
-    /** Moves the next question about a PAYMENT_UNKNOWN purchase to {@code at} (after an unclear answer). */
-    void postpone(String id, java.time.Instant at) {
-        db.inTransaction(c -> Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ? AND state = 'PAYMENT_UNKNOWN'",
+    /** Moves the next question about an open payment to {@code at} (after an unclear answer). */
+    void postpone(String id, Instant at) {
+        db.inTransaction(c -> Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ? "
+                                            + "AND state IN ('PAYMENT_UNKNOWN', 'PAYMENT_UNRESOLVED')",
                                          at.atOffset(ZoneOffset.UTC), id));
     }
 
-    /** Purchases waiting for their payment to be known, and since when the oldest has waited. */
-    record UnknownAge(int count, Duration oldest) {
+    /** What the reconciler sends when it asks the provider to settle the charge: the same as the flow sent. */
+    record Charged(String purchaseId, BigDecimal total, String currency, String paymentToken) {
     }
 
-    UnknownAge unknownAge() {
-        return db.read(c -> Sql.list(c, "SELECT COUNT(*), MIN(unknown_since) FROM purchases WHERE state = 'PAYMENT_UNKNOWN'",
+    Charged charged(String id) {
+        return db.read(c -> Sql.list(c, "SELECT amount + COALESCE(tax, 0), currency, payment_token FROM purchases WHERE id = ?",
+                                     rs -> new Charged(id, rs.getBigDecimal(1), rs.getString(2), rs.getString(3)), id).getFirst());
+    }
+
+    /** Purchases in {@code state}: how many, and since when the oldest has been there. */
+    record Count(int count, Duration oldest) {
+    }
+
+    Count count(PurchaseState state) {
+        String since = state.paymentOpen() ? "unknown_since" : "updated_at";
+        return db.read(c -> Sql.list(c, "SELECT COUNT(*), MIN(" + since + ") FROM purchases WHERE state = ?",
                                      rs -> {
                                          OffsetDateTime oldest = rs.getObject(2, OffsetDateTime.class);
-                                         return new UnknownAge(rs.getInt(1), oldest == null ? Duration.ZERO
+                                         return new Count(rs.getInt(1), oldest == null ? Duration.ZERO
                                                  : Duration.between(oldest.toInstant(), clock.instant()));
-                                     }).getFirst());
+                                     }, state.name()).getFirst());
     }
 
-    /** PAYMENT_UNKNOWN → CONFIRMED (the provider captured it), or REFUNDED if its seats are no longer all held. */
-    PurchaseState confirmReconciled(String id, String paymentId) {
-        Hold hold = db.read(c -> hold(c, id));
-        Timeline timeline = new Timeline();
-        int step = timeline.start("reconcile");
-        try {
-            db.inTransaction(c -> {
-                move(c, id, PurchaseState.PAYMENT_UNKNOWN, PurchaseState.CONFIRMED, paymentId, "the provider captured " + paymentId);
-                return sellAndIssue(c, hold, paymentId, timeline, step);
-            });
-            return PurchaseState.CONFIRMED;
-        } catch (IllegalStateException e) {
-            refund(hold, PurchaseState.PAYMENT_UNKNOWN, paymentId, "captured after its seats were gone", timeline);
-            return PurchaseState.REFUNDED;
-        }
+    /** One purchase as an operator's list shows it. */
+    record Listed(String id, String state, String eventId, String since, long ageSeconds, String reason) {
     }
 
-    /** PAYMENT_UNKNOWN → RELEASED: the provider has no payment with its key; the seats come back once. */
-    void releaseReconciled(String id) {
-        db.inTransaction(c -> {
-            move(c, id, PurchaseState.PAYMENT_UNKNOWN, PurchaseState.RELEASED, null, "the provider has no payment with its key");
-            inventory.giveBack(c, id);
-            appendStep(c, id, "reconcile", "no payment at the provider; seats released");
-            return null;
-        });
+    /** Purchases in {@code state}, oldest first, at most {@value #MAX_LISTED}. */
+    List<Listed> list(PurchaseState state) {
+        String since = state.paymentOpen() ? "COALESCE(unknown_since, updated_at)" : "updated_at";
+        Instant now = clock.instant();
+        return db.read(c -> Sql.list(c, "SELECT id, state, event_id, " + since + " AS since, reason FROM purchases WHERE state = ? "
+                                        + "ORDER BY since, id FETCH FIRST " + MAX_LISTED + " ROWS ONLY",
+                                     rs -> {
+                                         Instant at = rs.getObject(4, OffsetDateTime.class).toInstant();
+                                         return new Listed(rs.getString(1), rs.getString(2), rs.getString(3), at.toString(),
+                                                           Duration.between(at, now).toSeconds(), rs.getString(5));
+                                     }, state.name()));
     }
 
-    /** Seats, buyer and money of a purchase, read back for a transition made in the background. */
+    // --- reads ---
+
+    /** Seats, buyer and money of a purchase, read in the transaction that moves it. */
     private static Hold hold(Connection c, String id) throws SQLException {
         List<String> seats = seats(c, id);
         return Sql.list(c, "SELECT event_id, amount, currency, hold_expires_at, buyer_id, buyer_email, payment_token "
@@ -373,12 +517,6 @@ public final class Purchases {
                                         + "FETCH FIRST 1 ROWS ONLY", rs -> rs.getString(1), key).stream().findFirst());
     }
 
-    private void appendStep(Connection c, String id, String name, String outcome) throws SQLException {
-        Timeline timeline = new Timeline();
-        timeline.end(timeline.start(name), outcome);
-        saveSteps(c, id, timeline);
-    }
-
     public Optional<PurchaseView> find(String id) {
         return db.read(c -> {
             try (PreparedStatement ps = c.prepareStatement(
@@ -400,59 +538,9 @@ public final class Purchases {
         });
     }
 
-    private void move(Connection c, String id, PurchaseState from, PurchaseState to, String paymentId, String reason)
-            throws SQLException {
-        int rows = Sql.update(c, "UPDATE purchases SET state = ?, payment_id = COALESCE(?, payment_id), "
-                                 + "reason = COALESCE(?, reason), updated_at = ? WHERE id = ? AND state = ?",
-                              to.name(), paymentId, reason == null || reason.length() <= 300 ? reason : reason.substring(0, 300),
-                              now(), id, from.name());
-        refuseIfNone(rows, id, from, to);
-    }
-
-    private static void refuseIfNone(int rows, String id, PurchaseState from, PurchaseState to) {
-        if (rows == 0) {
-            throw new TransitionRefused(id, from, to);
-        }
-    }
-
-    private List<PurchaseView.Ticket> issueTickets(Connection c, Hold hold) throws SQLException {
-        List<PurchaseView.Ticket> tickets = new ArrayList<>();
-        try (PreparedStatement ps = c.prepareStatement(
-                "INSERT INTO tickets (id, purchase_id, event_id, label, issued_at) VALUES (?, ?, ?, ?, ?)")) {
-            for (String seat : hold.seats()) {
-                String id = UUID.randomUUID().toString();
-                ps.setString(1, id);
-                ps.setString(2, hold.purchaseId());
-                ps.setString(3, hold.eventId());
-                ps.setString(4, seat);
-                ps.setObject(5, now());
-                ps.addBatch();
-                tickets.add(new PurchaseView.Ticket(id, seat));
-            }
-            ps.executeBatch();
-        }
-        return tickets;
-    }
-
-    private static String confirmationEmail(Hold hold, List<PurchaseView.Ticket> tickets) {
-        Map<String, Object> email = new LinkedHashMap<>();
-        email.put("to", hold.buyerEmail());
-        email.put("template", "purchase-confirmed");
-        email.put("purchaseId", hold.purchaseId());
-        email.put("eventId", hold.eventId());
-        email.put("tickets", tickets);
-        return Json.text(email);
-    }
-
     private static void saveSteps(Connection c, String id, Timeline timeline) throws SQLException {
-        int seq;
-        try (PreparedStatement ps = c.prepareStatement("SELECT COALESCE(MAX(seq), 0) FROM purchase_steps WHERE purchase_id = ?")) {
-            ps.setString(1, id);
-            try (ResultSet rs = ps.executeQuery()) {
-                rs.next();
-                seq = rs.getInt(1);
-            }
-        }
+        int seq = Sql.list(c, "SELECT COALESCE(MAX(seq), 0) FROM purchase_steps WHERE purchase_id = ?", rs -> rs.getInt(1), id)
+                .getFirst();
         try (PreparedStatement ps = c.prepareStatement(
                 "INSERT INTO purchase_steps (purchase_id, seq, step, started_at, ended_at, outcome) VALUES (?, ?, ?, ?, ?, ?)")) {
             for (Timeline.Step step : timeline.steps()) {

@@ -8,11 +8,12 @@ import java.time.Duration;
 /**
  * The reconciler of PAYMENT_UNKNOWN purchases: how often it runs and how many it asks about per
  * pass; how long after the payment went unknown the first question waits ({@code settleTime}, so
- * that "no payment" is believed only once a request still travelling has arrived); the cap on one
- * question; the backoff between unanswered questions; and the age past which one is logged.
+ * that a request still travelling has arrived before the provider is asked); the cap on one
+ * question; the backoff between unanswered questions; and how long a purchase may stay unknown
+ * before an operator is shown it ({@code giveUpAfter}: PAYMENT_UNRESOLVED, seats still held).
  */
 public record ReconcileConfig(Duration interval, int batch, Duration settleTime, Duration callTimeout, Duration backoff,
-                              Duration maxBackoff, Duration warnAfter) {
+                              Duration maxBackoff, Duration giveUpAfter) {
 
     public static ReconcileConfig from(Config config) {
         Config reconcile = config.get("reconcile");
@@ -23,7 +24,7 @@ public record ReconcileConfig(Duration interval, int batch, Duration settleTime,
                 Values.duration(reconcile, "call-timeout", Duration.ofMillis(10), Duration.ofMinutes(1)),
                 Values.duration(reconcile, "backoff", Duration.ofMillis(1), Duration.ofHours(1)),
                 Values.duration(reconcile, "max-backoff", Duration.ofMillis(1), Duration.ofDays(1)),
-                Values.duration(reconcile, "warn-after", Duration.ofSeconds(1), Duration.ofDays(30)));
+                Values.duration(reconcile, "give-up-after", Duration.ofSeconds(1), Duration.ofDays(30)));
         if (read.maxBackoff().compareTo(read.backoff()) < 0) {
             throw new IllegalStateException("Configuration reconcile.max-backoff (" + read.maxBackoff()
                                             + ") must not be shorter than reconcile.backoff (" + read.backoff() + ")");

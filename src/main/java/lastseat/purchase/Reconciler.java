@@ -1,27 +1,37 @@
 package lastseat.purchase;
 
+import lastseat.payment.Charge;
 import lastseat.payment.PaymentGateway;
+import lastseat.payment.PaymentOrder;
+import lastseat.work.Backoff;
+import lastseat.work.Timeline;
 
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.Set;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * Settles PAYMENT_UNKNOWN purchases by asking the provider what it did with the purchase's key
- * ({@code GET /payments?idempotencyKey=}), never by guessing: captured → CONFIRMED (tickets, email),
- * or REFUNDED if the seats were gone; no payment → RELEASED; no clear answer → asked again after a
- * jittered, doubling backoff, for as long as it takes.
+ * Settles purchases whose payment is open (PAYMENT_UNKNOWN, PAYMENT_UNRESOLVED) by the provider's
+ * answer for the purchase's key, never by guessing. It asks what the provider did
+ * ({@code GET /payments?idempotencyKey=}): captured → CONFIRMED (tickets, email; REFUNDED if the
+ * seats were gone); failed/declined → RELEASED. When the provider has nothing for the key, that is
+ * not believed — a request may still be travelling or be processed late — so the same charge is sent
+ * again with the same key ({@link PaymentGateway#resend}): the provider answers with what it did or
+ * decides now, and from then on the key is settled at the provider, so nothing can be captured after
+ * lastseat has decided. Anything else is asked again after a jittered, doubling backoff.
  *
- * <p>Contract: a purchase is asked about only after {@code settle-time} (a request still travelling
- * would otherwise be missed and its seats released under a payment that then arrives), and only by
- * the reconciler that leased it (a compare-and-set on its next check time), so two instances never
- * ask about one purchase at once; the answer moves it by the state machine's compare-and-set. A
- * purchase unknown for longer than {@code warn-after} is logged once by this process.
+ * <p>Contract: a purchase is asked about only after {@code settle-time}, and only by the reconciler
+ * that leased it (a compare-and-set on its next check time), so two instances never ask about one
+ * purchase at once; every answer moves it through the state machine's table. A purchase still
+ * unknown {@code give-up-after} after its payment went unknown becomes PAYMENT_UNRESOLVED: seats
+ * still held, logged once (the move happens once, on whichever instance), listed and counted for an
+ * operator, and still asked every {@code max-backoff} until the provider answers.
+ *
+ * <p>Hazard: sending the charge again charges the buyer when the first request never arrived; that
+ * is what they asked for, their seats are still held for it, and their key's answer says so.
  */
 final class Reconciler {
     private static final Logger LOG = Logger.getLogger(Reconciler.class.getName());
@@ -29,7 +39,6 @@ final class Reconciler {
     private final PaymentGateway payments;
     private final ReconcileConfig config;
     private final Clock clock;
-    private final Set<String> warned = ConcurrentHashMap.newKeySet();
 
     Reconciler(Purchases purchases, PaymentGateway payments, ReconcileConfig config, Clock clock) {
         this.purchases = purchases;
@@ -38,43 +47,87 @@ final class Reconciler {
         this.clock = clock;
     }
 
+    /** What the provider told about one purchase's key. */
+    private sealed interface Answer {
+        record Captured(String paymentId) implements Answer {
+        }
+
+        record Refused(String why) implements Answer {
+        }
+
+        record Open(String why) implements Answer {
+        }
+    }
+
     /** One pass over the purchases due; returns how many were settled. */
     int reconcile() throws InterruptedException {
         int settled = 0;
-        for (Purchases.Unknown due : purchases.dueForCheck(config.batch())) {
+        for (Purchases.Open due : purchases.dueForCheck(config.batch())) {
+            if (Thread.currentThread().isInterrupted()) {
+                throw new InterruptedException("reconciler stopped");
+            }
             Instant now = clock.instant();
-            // The lease outlasts the question, so nobody else asks while it is open.
-            if (!purchases.lease(due, now.plus(config.callTimeout()).plus(config.callTimeout()))) {
+            // The lease outlasts a lookup, a permit wait and a resend, so nobody else asks while this question is open.
+            if (!purchases.lease(due, now.plus(config.callTimeout().multipliedBy(4)))) {
                 continue;
             }
-            PaymentGateway.Lookup answer = payments.lookup(due.id(), config.callTimeout());
-            switch (answer) {
-                case PaymentGateway.Lookup.Captured captured -> {
-                    PurchaseState state = purchases.confirmReconciled(due.id(), captured.paymentId());
-                    LOG.info("purchase " + due.id() + " was captured as " + captured.paymentId() + ": " + state);
+            Timeline timeline = new Timeline();
+            int step = timeline.start("reconcile");
+            switch (ask(due.id())) {
+                case Answer.Captured captured -> {
                     settled++;
+                    confirm(due, captured.paymentId(), timeline, step);
                 }
-                case PaymentGateway.Lookup.None none -> {
-                    purchases.releaseReconciled(due.id());
-                    LOG.info("purchase " + due.id() + " has no payment at the provider: RELEASED");
+                case Answer.Refused refused -> {
                     settled++;
+                    Purchases.Moved moved = purchases.release(due.id(), due.state(), "the provider refused the payment: "
+                                                                                     + refused.why(), timeline, step);
+                    LOG.info("purchase " + due.id() + " was refused by the provider (" + refused.why() + "): " + moved);
                 }
-                case PaymentGateway.Lookup.Unclear unclear -> postpone(due, unclear.reason(), now);
+                case Answer.Open open -> postpone(due, open.why(), now);
             }
         }
         return settled;
     }
 
-    private void postpone(Purchases.Unknown due, String reason, Instant now) {
-        int attempts = due.attempts() + 1;
-        long base = config.backoff().toMillis() << Math.min(attempts - 1, 20);
-        long capped = Math.min(base, config.maxBackoff().toMillis());
-        Duration pause = Duration.ofMillis(capped / 2 + ThreadLocalRandom.current().nextLong(capped / 2 + 1));
-        purchases.postpone(due.id(), now.plus(pause));
-        Duration age = Duration.between(due.unknownSince(), now);
-        if (age.compareTo(config.warnAfter()) > 0 && warned.add(due.id())) {
-            LOG.log(Level.WARNING, "purchase " + due.id() + " has waited " + age.toMinutes() + " min for its payment to be known ("
-                                   + attempts + " questions; last: " + reason + "); its seats stay held");
+    /** The provider's answer for the key: a lookup, and when it has nothing, the same charge once more. */
+    private Answer ask(String id) throws InterruptedException {
+        return switch (payments.lookup(id, config.callTimeout())) {
+            case PaymentGateway.Lookup.Captured captured -> new Answer.Captured(captured.paymentId());
+            case PaymentGateway.Lookup.Refused refused -> new Answer.Refused("its payment is " + refused.status());
+            case PaymentGateway.Lookup.Unclear unclear -> new Answer.Open(unclear.reason());
+            case PaymentGateway.Lookup.None none -> {
+                Purchases.Charged charged = purchases.charged(id);
+                Charge charge = payments.resend(new PaymentOrder(id, charged.total(), charged.currency(), charged.paymentToken()),
+                                                config.callTimeout());
+                yield switch (charge) {
+                    case Charge.Captured captured -> new Answer.Captured(captured.paymentId());
+                    case Charge.Declined declined -> new Answer.Refused("it declined the charge sent again with the key"
+                                                                        + (declined.reason() == null ? "" : " (" + declined.reason() + ")"));
+                    default -> new Answer.Open("no payment for the key, and asking again gave no answer");
+                };
+            }
+        };
+    }
+
+    private void confirm(Purchases.Open due, String paymentId, Timeline timeline, int step) {
+        Purchases.Moved moved = purchases.confirm(due.id(), due.state(), paymentId, timeline, step);
+        if (moved instanceof Purchases.Moved.SeatsGone) {
+            moved = purchases.refund(due.id(), due.state(), paymentId, "captured after its seats were gone", timeline, step);
         }
+        LOG.info("purchase " + due.id() + " was captured as " + paymentId + ": " + moved);
+    }
+
+    private void postpone(Purchases.Open due, String reason, Instant now) {
+        Duration age = Duration.between(due.unknownSince(), now);
+        if (due.state() == PurchaseState.PAYMENT_UNKNOWN && age.compareTo(config.giveUpAfter()) >= 0
+            && purchases.giveUp(due.id(), reason) instanceof Purchases.Moved.Done) {
+            LOG.log(Level.WARNING, "purchase " + due.id() + " has waited " + age.toSeconds() + " s for its payment to be known ("
+                                   + (due.attempts() + 1) + " questions; last: " + reason + "): PAYMENT_UNRESOLVED, its seats "
+                                   + "stay held; it is still asked every " + config.maxBackoff().toSeconds() + " s. "
+                                   + "See GET /purchases?state=PAYMENT_UNRESOLVED");
+        }
+        Duration pause = Backoff.jittered(due.attempts() + 1, config.backoff(), config.maxBackoff(), ThreadLocalRandom.current());
+        purchases.postpone(due.id(), now.plus(pause));
     }
 }

@@ -34,7 +34,7 @@ final class Sweeper {
     int sweep() {
         int moved = 0;
         for (String id : purchases.dueToExpire(config.batch())) {
-            moved += purchases.expire(id) ? 1 : 0;
+            moved += purchases.expire(id) instanceof Purchases.Moved.Done ? 1 : 0;
         }
         Instant cutoff = clock.instant().minus(deadline).minus(config.abandonedAfter());
         for (String id : purchases.abandoned(cutoff, config.batch())) {

@@ -29,7 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Two buyers want the same two adjacent seats, one asking for A1, A2 and the other for A2, A1, released
- * together. {@link Inventory#reserve} claims named seats in one transaction in seat-position order, so
+ * together. {@link lastseat.purchase.Purchases#reserve} (through {@link Inventory#claim}) claims named seats in one transaction in seat-position order, so
  * the second buyer waits behind the first and is told which seats are gone; it never deadlocks, never
  * waits out the lock timeout and never leaves either buyer holding half.
  *
@@ -110,7 +110,6 @@ class OppositeOrderTest {
 
     @Test
     void everyOneOfTwoHundredOppositeOrderRoundsEndsWithOneBuyerHoldingBothSeatsAndTheOtherTold409() {
-        Inventory inventory = app.services().inventory();
         List<String> events = new ArrayList<>();
         int together = 0;
 
@@ -119,7 +118,7 @@ class OppositeOrderTest {
             events.add(event);
 
             List<Outcome> outcomes = Together.run(2, buyer -> attempt(ASKS.get(buyer), unused -> {
-                Hold hold = inventory.reserve(order(event, ASKS.get(buyer)));
+                Hold hold = app.services().purchases().reserve(order(event, ASKS.get(buyer)));
                 return new Got(hold.purchaseId(), hold.seats());
             }));
 
@@ -193,7 +192,7 @@ class OppositeOrderTest {
         return new Order(event, seats, seats.size(), buyer, buyer + "@example.com", "tok_ok", UUID.randomUUID().toString());
     }
 
-    /** UNSAFE: the same claim as {@link Inventory#reserve}, in one transaction, but in the order asked. */
+    /** UNSAFE: the same claim as {@link Inventory#claim}, in one transaction, but in the order asked. */
     private static List<String> claimInRequestOrderInOneTransaction(String event, List<String> seats, String purchaseId,
                                                                     CyclicBarrier firstSeatsClaimed) {
         Database db = app.services().db();

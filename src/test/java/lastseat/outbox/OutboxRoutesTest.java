@@ -6,6 +6,9 @@ import io.helidon.webserver.WebServer;
 import lastseat.db.Database;
 import lastseat.db.DbConfig;
 import lastseat.db.Sql;
+import lastseat.outside.OutsideConfig;
+import lastseat.outside.OutsideHttp;
+import lastseat.support.Together;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
 import org.junit.jupiter.api.AfterAll;
@@ -17,16 +20,19 @@ import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
+import java.util.List;
 import java.util.UUID;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * {@code GET /outbox?state=…} on a routing of its own (until Services registers it with the app's
- * routes): what an operator sees of dead, pending and sent rows, and a 400 problem for anything else.
+ * {@code GET /outbox?state=…} and {@code POST /outbox/{id}/retry} on a routing of their own: what an
+ * operator sees of dead, pending and sent rows, a 400 problem for anything else, and a dead refund
+ * — money owed to a buyer — queued again by an operator's hand, once.
  */
 class OutboxRoutesTest {
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -43,7 +49,7 @@ class OutboxRoutesTest {
                 .host("127.0.0.1")
                 .port(0)
                 .routing(routing -> {
-                    new OutboxRoutes(db).register(routing);
+                    new OutboxRoutes(db, worker()).register(routing);
                     routing.error(Problem.class, (request, response, problem) ->
                             Reply.problem(problem, request.path().path()).send(response));
                 })
@@ -121,6 +127,70 @@ class OutboxRoutesTest {
         assertThat(missing.statusCode()).isEqualTo(400);
         assertThat(JSON.readTree(missing.body()).path("type").asText()).isEqualTo("urn:lastseat:problem:missing-parameter");
         assertThat(db.activeConnections()).isZero();
+    }
+
+    @Test
+    void aDeadRefundIsQueuedAgainByAnOperatorOnceWithItsKeyAndFreshAttempts() throws Exception {
+        String purchase = UUID.randomUUID().toString();
+        queue(purchase, "refund", Instant.now().minus(Duration.ofDays(2)));
+        db.inTransaction(c -> Sql.update(c, "UPDATE outbox SET state = 'DEAD', attempts = 20, last_error = 'HTTP 400' "
+                                            + "WHERE purchase_id = ?", purchase));
+        String id = JSON.readTree(get("/outbox?state=dead").body()).path("items").get(0).path("id").asText();
+        assertThat(OutboxQuery.deadRefunds(db)).as("counted for the gauge lastseat_refunds_dead").isEqualTo(1.0);
+
+        List<HttpResponse<String>> retries = Together.run(2, i -> post("/outbox/" + id + "/retry"));
+
+        assertThat(retries).extracting(HttpResponse::statusCode).as("two operators at once: one queues it")
+                .containsExactlyInAnyOrder(200, 409);
+        JsonNode queued = JSON.readTree(retries.stream().filter(r -> r.statusCode() == 200).findFirst().orElseThrow().body());
+        assertThat(queued.path("idempotencyKey").asText()).isEqualTo(purchase + ":refund");
+        assertThat(queued.path("attempts").asInt()).isZero();
+        assertThat(queued.path("lastError").asText()).startsWith("retried by an operator after: HTTP 400");
+        assertThat(OutboxQuery.deadRefunds(db)).isZero();
+        assertThat(db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM outbox WHERE state = 'PENDING' AND retried_at IS NOT NULL "
+                                            + "AND next_attempt_at <= ?", rs -> rs.getInt(1),
+                                         Instant.now().atOffset(java.time.ZoneOffset.UTC))).getFirst())
+                .as("due now, its give-up time counted from the retry").isEqualTo(1);
+        assertThat(db.activeConnections()).isZero();
+    }
+
+    @Test
+    void retryingARowThatIsNotDeadOrDoesNotExistChangesNothing() throws Exception {
+        String purchase = UUID.randomUUID().toString();
+        queue(purchase, "refund", Instant.now());
+        String id = JSON.readTree(get("/outbox?state=pending").body()).path("items").get(0).path("id").asText();
+
+        HttpResponse<String> pending = post("/outbox/" + id + "/retry");
+        HttpResponse<String> unknown = post("/outbox/" + UUID.randomUUID() + "/retry");
+
+        assertThat(pending.statusCode()).isEqualTo(409);
+        assertThat(JSON.readTree(pending.body()).path("type").asText()).isEqualTo("urn:lastseat:problem:outbox-row-not-dead");
+        assertThat(JSON.readTree(pending.body()).path("state").asText()).isEqualTo("PENDING");
+        assertThat(unknown.statusCode()).isEqualTo(404);
+        assertThat(db.read(c -> Sql.list(c, "SELECT attempts FROM outbox WHERE id = ?", rs -> rs.getInt(1), id)).getFirst()).isZero();
+        assertThat(db.activeConnections()).isZero();
+    }
+
+    private static OutboxWorker worker() {
+        // Nothing is delivered here: the receiver's address is never called.
+        return new OutboxWorker(db, new OutsideHttp(new OutsideConfig("http://127.0.0.1:9", Duration.ofSeconds(1),
+                                                                       Duration.ofSeconds(1), Duration.ofMillis(100), 65536)),
+                                new OutboxConfig(Duration.ofSeconds(1), 50, "/emails", "/refunds", Duration.ofSeconds(1),
+                                                 Duration.ofSeconds(1), Duration.ofMinutes(1), 20, Duration.ofDays(1)),
+                                Clock.systemUTC());
+    }
+
+    private static HttpResponse<String> post(String path) {
+        try {
+            return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
+                                       .timeout(Duration.ofSeconds(10)).POST(HttpRequest.BodyPublishers.noBody()).build(),
+                               HttpResponse.BodyHandlers.ofString());
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
     }
 
     private static void queue(String purchase, String kind, Instant at) {

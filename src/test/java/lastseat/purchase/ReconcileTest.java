@@ -11,6 +11,8 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -18,6 +20,11 @@ import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.Level;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.get;
@@ -28,13 +35,16 @@ import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * PAYMENT_UNKNOWN is settled by asking the provider by the purchase's key, never by guessing:
- * captured → CONFIRMED (or REFUNDED when the seats are gone), no payment → RELEASED, no answer →
- * asked again later. The reconciler runs only when a test asks (its interval is ten minutes here)
+ * PAYMENT_UNKNOWN is settled by the provider's answer for the purchase's key, never by guessing:
+ * captured → CONFIRMED (or REFUNDED when the seats are gone); failed, declined or canceled →
+ * RELEASED; "nothing for that key" → the same charge sent again with the same key, whose answer
+ * decides; no answer → asked again later, and past give-up-after PAYMENT_UNRESOLVED for an operator,
+ * seats still held. The reconciler runs only when a test asks (its interval is ten minutes here)
  * and the settle time is zero, so a purchase is due as soon as its payment went unknown.
  */
 class ReconcileTest {
     private static final Duration BACKOFF = Duration.ofMillis(400);
+    private static final Duration GIVE_UP_AFTER = Duration.ofMinutes(1);
     private static TestApp app;
     private String event;
 
@@ -43,6 +53,7 @@ class ReconcileTest {
         app = TestApp.start(Map.of("reconcile.settle-time", "0ms",
                                    "reconcile.interval", "10m",
                                    "reconcile.backoff", BACKOFF.toMillis() + "ms",
+                                   "reconcile.give-up-after", GIVE_UP_AFTER.toSeconds() + "s",
                                    "purchase.sweep-interval", "10m"));
     }
 
@@ -98,15 +109,132 @@ class ReconcileTest {
     }
 
     @Test
-    void aPaymentTheProviderNeverRecordedIsReleasedAndItsSeatComesBackOnce() throws Exception {
+    void aPaymentTheProviderNeverRecordedIsSentAgainWithItsKeyAndConfirmedNotReleased() throws Exception {
         String id = unknownPayment(UUID.randomUUID().toString(), false);
+        app.resetStubs();
 
         int settled = app.services().purchaseWorkers().reconcileNow();
 
+        // "No payment with that key" is never believed on its own: the request may still arrive. The same
+        // charge, sent again with the same key, settles it at the provider.
         assertThat(settled).isEqualTo(1);
+        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(Ledger.captures()).hasSize(1);
+        assertThat(app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments"))))
+                .as("the charge was sent again, with the purchase's one key")
+                .hasSize(1).allMatch(r -> r.getHeader("Idempotency-Key").equals(PaymentGateway.idempotencyKey(id)));
+    }
+
+    @Test
+    void aCaptureTheProviderRecordsLateIsConfirmedBecauseTheChargeIsSentAgainNeverReleasedUnderIt() throws Exception {
+        // The provider has the request but will process it 3 s after it arrived: until then it says it has nothing.
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(201)
+                .withFixedDelay(1500).withTransformers("ledger").withTransformerParameter("processAfterMillis", 3000)));
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        String id = answer.json().path("id").asText();
+        app.resetStubs();
+        assertThat(Ledger.payments()).as("the provider has not processed it yet").noneMatch(p -> id.equals(p.purchaseId()));
+
+        int settled = app.services().purchaseWorkers().reconcileNow();
+        awaitLedger(id, Duration.ofSeconds(5));
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
+        assertThat(settled).isEqualTo(1);
+        assertThat(app.db.purchaseState(id)).as("never released under a capture that was still coming").isEqualTo("CONFIRMED");
+        assertThat(Ledger.captures()).as("the provider decided once, for the key").hasSize(1)
+                .allMatch(p -> p.purchaseId().equals(id));
+        assertThat(app.db.strings("SELECT payment_id FROM purchases WHERE id = ?", id))
+                .containsExactly(Ledger.captures().getFirst().id());
+    }
+
+    @Test
+    void aLookupThatFindsNothingAndAResendWithoutAnAnswerLeaveThePurchaseUnknownItsSeatHeld() throws Exception {
+        String id = unknownPayment(UUID.randomUUID().toString(), false);
+        app.resetStubs();
+        app.stubs.stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(404)));
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+
+        int settled = app.services().purchaseWorkers().reconcileNow();
+
+        assertThat(settled).isZero();
+        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(app.client.event(event).path("held").asInt()).isEqualTo(1);
+        app.resetStubs();
+        makeDue(id);
+        assertThat(app.services().purchaseWorkers().reconcileNow()).isEqualTo(1);
+        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"failed", "declined", "canceled"})
+    void aLookupThatSaysThePaymentFailedReleasesThePurchaseAndItsSeatOnce(String status) throws Exception {
+        String id = unknownPayment(UUID.randomUUID().toString(), false);
+        app.stubs.stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(200)
+                .withHeader("Content-Type", "application/json").withBody("{\"id\":\"pay_x\",\"status\":\"" + status + "\"}")));
+
+        int settled = app.services().purchaseWorkers().reconcileNow();
+        int again = app.services().purchaseWorkers().reconcileNow();
+
+        assertThat(settled).isEqualTo(1);
+        assertThat(again).isZero();
         assertThat(app.db.purchaseState(id)).isEqualTo("RELEASED");
         assertThat(app.client.event(event).path("available").asInt()).isEqualTo(1);
-        assertThat(Ledger.payments()).isEmpty();
+        assertThat(app.client.get("/purchases/" + id).json().path("reason").asText()).contains(status);
+    }
+
+    @Test
+    void aDeclineTheProviderRecordsLateIsFoundByTheLookupAndReleases() throws Exception {
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(201)
+                .withFixedDelay(1500).withTransformers("ledger").withTransformerParameter("decide", "decline")
+                .withTransformerParameter("processAfterMillis", 100)));
+        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        String id = answer.json().path("id").asText();
+        awaitLedger(id, Duration.ofSeconds(5));
+
+        int settled = app.services().purchaseWorkers().reconcileNow();
+
+        assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
+        assertThat(settled).isEqualTo(1);
+        assertThat(app.db.purchaseState(id)).isEqualTo("RELEASED");
+        assertThat(Ledger.captures()).isEmpty();
+        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+    }
+
+    @Test
+    void aProviderUnreachablePastGiveUpAfterShowsThePurchaseToAnOperatorNeverReleasesItAndStillSettlesIt() throws Exception {
+        String id = unknownPayment(UUID.randomUUID().toString(), true);
+        app.stubs.stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        List<LogRecord> warnings = new CopyOnWriteArrayList<>();
+        Handler handler = capture(warnings);
+        try {
+            app.services().purchaseWorkers().reconcileNow();
+            assertThat(app.db.purchaseState(id)).as("younger than give-up-after: still unknown").isEqualTo("PAYMENT_UNKNOWN");
+            // Its payment went unknown longer ago than give-up-after (a test clock in the row, not a sleep).
+            app.services().db().read(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET unknown_since = ? WHERE id = ?",
+                    OffsetDateTime.now().minus(GIVE_UP_AFTER).minusSeconds(1), id));
+            makeDue(id);
+            app.services().purchaseWorkers().reconcileNow();
+            makeDue(id);
+            app.services().purchaseWorkers().reconcileNow();
+        } finally {
+            Logger.getLogger(Reconciler.class.getName()).removeHandler(handler);
+        }
+
+        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNRESOLVED");
+        assertThat(app.client.event(event).path("held").asInt()).as("its seat stays held").isEqualTo(1);
+        Client.Answer listed = app.client.get("/purchases?state=PAYMENT_UNRESOLVED");
+        assertThat(listed.json().path("count").asInt()).isEqualTo(1);
+        assertThat(listed.json().path("items").get(0).path("id").asText()).isEqualTo(id);
+        assertThat(listed.json().path("items").get(0).path("ageSeconds").asLong()).isGreaterThan(GIVE_UP_AFTER.toSeconds());
+        assertThat(app.client.get("/observe/metrics").body()).containsPattern("lastseat_payments_unresolved\\{[^}]*} 1.0");
+        assertThat(warnings).as("logged once, at the move").filteredOn(r -> r.getMessage().contains(id)).hasSize(1);
+
+        app.resetStubs();
+        makeDue(id);
+        assertThat(app.services().purchaseWorkers().reconcileNow()).as("still asked, and settled once it answers").isEqualTo(1);
+        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(Ledger.captures()).hasSize(1);
     }
 
     @Test
@@ -177,6 +305,44 @@ class ReconcileTest {
         Client.Answer answer = app.client.purchase(key, event, "A1");
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         return answer.json().path("id").asText();
+    }
+
+    /** Its next question is due now (instead of waiting out a backoff). */
+    private static void makeDue(String id) {
+        app.services().db().read(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ?",
+                                                               OffsetDateTime.now().minusSeconds(1), id));
+    }
+
+    /** Waits, bounded, until the provider's ledger has a payment (captured or failed) for the purchase. */
+    private static void awaitLedger(String id, Duration bound) throws InterruptedException {
+        long until = System.nanoTime() + bound.toNanos();
+        while (Ledger.payments().stream().noneMatch(p -> id.equals(p.purchaseId()))) {
+            if (System.nanoTime() > until) {
+                throw new AssertionError("the provider never processed purchase " + id);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private static Handler capture(List<LogRecord> records) {
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getLevel().intValue() >= Level.WARNING.intValue()) {
+                    records.add(record);
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger.getLogger(Reconciler.class.getName()).addHandler(handler);
+        return handler;
     }
 
     private static Instant nextCheck(String id) {
