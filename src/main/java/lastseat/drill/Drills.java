@@ -22,7 +22,7 @@ public final class Drills {
 
     static List<Drill> catalogue() {
         return Stream.of(CheckDrills.all().stream(), PaymentDrills.all().stream(), Stream.of(StampedeDrill.drill()),
-                         LifecycleDrills.all().stream())
+                         LifecycleDrills.all().stream(), Stream.of(MoneyAudit.drill()))
                 .flatMap(s -> s).toList();
     }
 
@@ -63,12 +63,14 @@ public final class Drills {
                                    URI.create(options.getOrDefault("stubs", "http://127.0.0.1:8089")));
         Settings settings = Settings.defaults();
         if (options.containsKey("deadline")) {
-            settings = new Settings(Duration.ofMillis(Long.parseLong(options.get("deadline"))), settings.slack(),
-                                    settings.longTailPurchases(), settings.longTailConcurrency(), settings.burst(),
-                                    settings.stampedeBuyers(), settings.stampedeMode());
+            settings = settings.withDeadline(Duration.ofMillis(Long.parseLong(options.get("deadline"))));
         }
         if (options.containsKey("mode") || options.containsKey("buyers")) {
             settings = settings.withStampede(options.get("mode"), Integer.parseInt(options.getOrDefault("buyers", "200")));
+        }
+        if (options.containsKey("seed") || options.containsKey("purchases")) {
+            settings = settings.withMoneyAudit(options.containsKey("seed") ? Long.valueOf(options.get("seed")) : null,
+                                               Integer.parseInt(options.getOrDefault("purchases", String.valueOf(settings.auditPurchases()))));
         }
         List<Drill> chosen = names.contains("all") ? catalogue()
                 : names.stream().map(n -> catalogue().stream().filter(d -> d.name().equals(n)).findFirst().orElseThrow()).toList();
@@ -119,7 +121,7 @@ public final class Drills {
                 options.put("check-arguments", "true");
             } else if (arg.startsWith("--")) {
                 String key = arg.substring(2);
-                if (!List.of("url", "stubs", "mode", "buyers", "deadline").contains(key) || i + 1 >= args.length) {
+                if (!List.of("url", "stubs", "mode", "buyers", "deadline", "seed", "purchases").contains(key) || i + 1 >= args.length) {
                     throw new IllegalArgumentException("Unknown option or missing value: " + arg);
                 }
                 options.put(key, args[++i]);
@@ -146,11 +148,17 @@ public final class Drills {
         if (options.containsKey("deadline") && !options.get("deadline").matches("[0-9]{1,6}")) {
             throw new IllegalArgumentException("--deadline is the target's purchase.deadline in milliseconds");
         }
+        if (options.containsKey("seed") && !options.get("seed").matches("-?[0-9]{1,18}")) {
+            throw new IllegalArgumentException("--seed is a whole number (the money audit's seed; the last run printed its own)");
+        }
+        if (options.containsKey("purchases") && !options.get("purchases").matches("0*[1-9][0-9]{0,3}")) {
+            throw new IllegalArgumentException("--purchases is the money audit's number of buyers, 1 to 9999");
+        }
         return options;
     }
 
     private static String usage() {
         return "usage: bin/drill <drill>... | all [--url http://host:port] [--stubs http://host:port] "
-               + "[--mode unsafe|safe] [--buyers N] [--deadline ms]";
+               + "[--mode unsafe|safe] [--buyers N] [--deadline ms] [--seed N] [--purchases N]";
     }
 }

@@ -2,6 +2,8 @@ package lastseat.drill;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import java.util.Map;
+
 /**
  * WireMock stub mappings that inject one fault, in front of the file mappings (priority 1). The
  * payment ones keep the ledger transformer, so the provider still records what reached it.
@@ -70,6 +72,60 @@ final class Faults {
         ObjectNode then = parse(mapping(PAYMENTS, Target.object().put("status", 201).set("transformers", Target.array().add("ledger"))));
         then.put("scenarioName", "payment-reset-then-ok").put("requiredScenarioState", "reset-once");
         return new String[] {first.toString(), then.toString()};
+    }
+
+    /**
+     * The ledger's answer (the provider records what it decides), steered by its parameters:
+     * {@code decide} (capture or decline) and {@code processAfterMillis} (the provider processes the
+     * request that much later; until then a lookup says 404). No parameters: capture at arrival.
+     */
+    static ObjectNode ledgerAnswer(Map<String, Object> parameters) {
+        ObjectNode response = Target.object().put("status", 201);
+        response.set("transformers", Target.array().add("ledger"));
+        if (!parameters.isEmpty()) {
+            response.set("transformerParameters", Target.JSON.valueToTree(parameters));
+        }
+        return response;
+    }
+
+    /** An answer with {@code status} and a small JSON body, from WireMock alone (nothing is recorded). */
+    static ObjectNode statusAnswer(int status) {
+        ObjectNode response = Target.object().put("status", status);
+        response.putObject("headers").put("Content-Type", "application/json");
+        response.put("body", "{\"error\":\"injected by a drill\"}");
+        return response;
+    }
+
+    /**
+     * A payment stub for one purchase's calls only: those whose body carries {@code token} as
+     * {@code "token"} (lastseat sends the buyer's paymentToken there).
+     */
+    static String paymentForToken(String token, ObjectNode response) {
+        ObjectNode stub = parse(mapping(PAYMENTS, response));
+        ((ObjectNode) stub.path("request")).set("bodyPatterns", Target.array().add(
+                Target.object().put("matchesJsonPath", "$[?(@.token == '" + token + "')]")));
+        return stub.toString();
+    }
+
+    /** A stub for the provider's status lookups ({@code GET /payments?idempotencyKey=}). */
+    static String lookup(ObjectNode response) {
+        ObjectNode stub = Target.object().put("priority", 1);
+        stub.putObject("request").put("method", "GET").put("urlPath", PAYMENTS);
+        stub.set("response", response);
+        return stub.toString();
+    }
+
+    /**
+     * The stub as one step of a WireMock scenario: it matches only while the scenario is in
+     * {@code state} ("Started" at first) and moves it to {@code next} (null: it stays).
+     */
+    static String inScenario(String mapping, String scenario, String state, String next) {
+        ObjectNode stub = parse(mapping);
+        stub.put("scenarioName", scenario).put("requiredScenarioState", state);
+        if (next != null) {
+            stub.put("newScenarioState", next);
+        }
+        return stub.toString();
     }
 
     private static ObjectNode checkAnswer(String path) {

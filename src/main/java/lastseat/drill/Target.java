@@ -133,6 +133,11 @@ public final class Target {
         return ok(send(get(service, "/drills/invariants?event=" + eventId)));
     }
 
+    /** {@code GET /purchases?state=…}: how many purchases are in the state, and the 100 oldest. */
+    JsonNode purchasesIn(String state) {
+        return ok(send(get(service, "/purchases?state=" + state)));
+    }
+
     /** {@code GET /outbox?state=…}: the count and up to 100 rows. */
     JsonNode outbox(String state) {
         return ok(send(get(service, "/outbox?state=" + state)));

@@ -20,8 +20,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 class DrillsTest {
     private static final java.time.Duration SLACK = java.time.Duration.ofMillis(250);
 
+    /** Every drill but the money audit, which MoneyAuditTest runs with a fixed seed. */
     static List<String> drills() {
-        return Drills.catalogue().stream().map(Drill::name).toList();
+        return Drills.catalogue().stream().map(Drill::name).filter(name -> !name.equals(MoneyAudit.NAME)).toList();
     }
 
     @ParameterizedTest(name = "{0}")
