@@ -23,9 +23,11 @@ import java.util.logging.Logger;
  * One purchase, the five steps of DESIGN.md: reserve, check, pay, confirm, and release on every
  * other path.
  *
- * <p>Contract: the answer comes within the deadline plus a small slack (I5); every outcome except
- * {@link Outcome#pending} leaves the purchase terminal, or on its way there by the state machine
- * alone; the flow's own thread is never interrupted by a deadline, so it always records the outcome.
+ * <p>Contract: the answer comes within the deadline plus a small slack (I5); an exception that
+ * leaves {@link #purchase} means nothing was reserved; every answer but {@link Outcome#pending}
+ * leaves the purchase released or terminal (or, for a decline, on its way there by the state
+ * machine alone); the flow's own thread is never interrupted by a deadline, so it always records
+ * the outcome.
  *
  * <p>Hazard — the money rule: from PAYING on, a payment request may have reached the provider, and
  * the reconciler settles any purchase it finds with its payment open by sending the same charge
@@ -63,13 +65,20 @@ public final class PurchaseFlow {
                     + "try again after Retry-After", Map.of(), config.retryAfter(), null);
         }
         Timeline timeline = new Timeline();
+        Hold hold = reserve(order, timeline);                                                 // 1. reserve
         try {
-            Hold hold = reserve(order, timeline);                                             // 1. reserve
             Quote quote = check(hold, deadline, timeline);                                    // 2. check
             Charge charge = payments.charge(paymentOrder(hold, quote), deadline, timeline);   // 3. pay
             return settle(hold, quote, charge, timeline);                                     // 4. confirm, 5. release
         } catch (Pending pending) {
             return pending.outcome();
+        } catch (Problem answered) {
+            throw answered;
+        } catch (RuntimeException unexpected) {
+            // A failure no step expected, after the seats were taken and perhaps a payment sent: the
+            // purchase stays for recovery and the reconciler, and the buyer is told it is pending.
+            LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " failed unexpectedly; it stays for recovery", unexpected);
+            return Outcome.pending(PurchaseView.of(hold, null, stateOr(hold, PurchaseState.HELD), List.of()));
         }
     }
 
@@ -130,9 +139,9 @@ public final class PurchaseFlow {
     }
 
     /**
-     * HELD → RELEASED, then {@code outcome} for the caller to throw. No payment was started, so an
-     * error is true whatever happens here: if the release fails, the hold stays until recovery
-     * releases it, and the buyer's key stays taken until then (it holds seats).
+     * HELD → RELEASED, then {@code outcome} for the caller to throw. No payment was started. If the
+     * release fails, the hold stays until recovery releases it: the buyer is told it is pending
+     * (202) rather than an error that says the seats came back, and its key stays taken until then.
      */
     private RuntimeException releaseHeld(Hold hold, String reason, Timeline timeline, RuntimeException outcome) {
         try {
@@ -145,7 +154,7 @@ public final class PurchaseFlow {
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " could not be released (" + reason
                                   + "); recovery releases it", e);
-            return outcome;
+            return new Pending(PurchaseView.of(hold, null, PurchaseState.HELD, List.of()));
         }
     }
 
@@ -245,6 +254,15 @@ public final class PurchaseFlow {
                                    + "recovery will", e);
         }
         return Outcome.pending(PurchaseView.of(hold, quote, PurchaseState.PAYMENT_UNKNOWN, List.of()));
+    }
+
+    /** The purchase's state as the database has it, or {@code fallback} when it cannot be read. */
+    private PurchaseState stateOr(Hold hold, PurchaseState fallback) {
+        try {
+            return purchases.stateOf(hold.purchaseId()).orElse(fallback);
+        } catch (RuntimeException e) {
+            return fallback;
+        }
     }
 
     /**

@@ -195,7 +195,7 @@ public final class PurchaseRoutes {
     Reply runFresh(String key, String token, Order order, Deadline deadline) {
         Reply reply;
         try {
-            reply = run(key, order, deadline);
+            reply = run(order, deadline);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             metrics.outcome(202);
@@ -286,42 +286,22 @@ public final class PurchaseRoutes {
         return admission;
     }
 
-    private Reply run(String key, Order order, Deadline deadline) throws InterruptedException {
+    private Reply run(Order order, Deadline deadline) throws InterruptedException {
         Reply reply;
         try {
             PurchaseFlow.Outcome outcome = flow.purchase(order, deadline);
             PurchaseView view = outcome.purchase();
             reply = Reply.json(outcome.confirmed() ? 201 : 202, view, "/purchases/" + view.id());
         } catch (Problem problem) {
-            reply = problem.status() >= 500 && !SHED.equals(problem.kind()) ? afterFailure(key, problem) : Reply.problem(problem, "/purchases");
+            reply = Reply.problem(problem, "/purchases");
         } catch (RuntimeException e) {
+            // The flow lets a failure out only when nothing was reserved.
             LOG.log(Level.SEVERE, "purchase failed", e);
-            reply = afterFailure(key, new Problem(500, "internal", "Internal error",
-                    "The purchase failed unexpectedly; nothing was reserved or charged, try again"));
+            reply = Reply.problem(new Problem(500, "internal", "Internal error",
+                    "The purchase failed unexpectedly; nothing was reserved or charged, try again"), "/purchases");
         }
         metrics.outcome(reply.status());
         return reply;
-    }
-
-    /** The flow's answer to a purchase it shed before reserving anything. */
-    private static final String SHED = "overloaded";
-
-    /**
-     * A 5xx says nothing remains of the purchase, so a retry may run afresh. When a purchase made
-     * with the key still holds seats or a payment (a release or a write failed on the way out), it is
-     * answered as it stands instead — 202 until it ends — and its key stays taken.
-     */
-    private Reply afterFailure(String key, Problem failure) {
-        try {
-            Optional<String> id = purchases.byKey(key);
-            if (id.isPresent() && purchases.stateOf(id.get()).map(state -> !state.leavesNothing()).orElse(false)) {
-                return current(id.get());
-            }
-        } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "could not read the purchase of Idempotency-Key " + key + " after a failure", e);
-            return notKnown(key, "The purchase could not be finished and its state could not be read");
-        }
-        return Reply.problem(failure, "/purchases");
     }
 
     /** {@code GET /purchases?state=…}: how many purchases are in the state, and the oldest of them. */

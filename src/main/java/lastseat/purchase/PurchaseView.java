@@ -30,7 +30,8 @@ public record PurchaseView(String id, String state, String eventId, List<String>
     /** The answer to a purchase, from what the flow knows (the hold, the quote, the tickets it wrote). */
     static PurchaseView of(Hold hold, Quote quote, PurchaseState state, List<Ticket> tickets) {
         return new PurchaseView(hold.purchaseId(), state.name(), hold.eventId(), hold.seats(),
-                hold.amount().toPlainString(), quote.tax().toPlainString(), hold.amount().add(quote.tax()).toPlainString(),
+                hold.amount().toPlainString(), quote == null ? null : quote.tax().toPlainString(),
+                quote == null ? null : hold.amount().add(quote.tax()).toPlainString(),
                 hold.currency(), List.copyOf(tickets), null, hold.expiresAt().toString(), null);
     }
 
