@@ -31,6 +31,10 @@ public final class Drills {
         Findings findings = new Findings();
         try {
             target.resetStubs();
+            if (!drill.ownServer()) {
+                target.warmUp();
+                target.resetStubs();
+            }
             drill.body().run(target, settings, findings);
         } catch (RuntimeException e) {
             findings.check(false, "the drill could not finish: " + e.getMessage());

@@ -39,7 +39,7 @@ final class LifecycleDrills {
                 new Drill("hold-expiry", "a lastseat of its own with 1 s holds; checks, then a payment, slower than the hold",
                           "slow checks: 409 hold-expired, no payment, the seat sold to the next buyer; a slow payment: confirmed "
                           + "past the hold (its seats were never expired), nothing refunded",
-                          LifecycleDrills::holdExpiry),
+                          LifecycleDrills::holdExpiry).onItsOwnServer(),
                 new Drill("payment-unknown", "payment answers 700 ms after the deadline",
                           "202 PAYMENT_UNKNOWN, then the reconciler asks the provider by the key and confirms it; one charge",
                           LifecycleDrills::paymentUnknown),
@@ -48,7 +48,7 @@ final class LifecycleDrills {
                           LifecycleDrills::emailOutage),
                 new Drill("crash-restart", "kill -9 of a lastseat of its own with 100 purchases in flight, then a restart on its file",
                           "every purchase terminal within the stated bound; I1-I4; one charge per confirmed purchase; every key answered",
-                          LifecycleDrills::crashRestart));
+                          LifecycleDrills::crashRestart).onItsOwnServer());
     }
 
     /**

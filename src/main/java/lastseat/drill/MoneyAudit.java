@@ -129,7 +129,7 @@ final class MoneyAudit {
                          + " and declines), lying and failing lookups, unreachable windows, refund/email outages, cancels, kill -9",
                          "every capture is a CONFIRMED purchase or refunded once; no buyer told \"nothing was charged\" for a capture;"
                          + " one capture and one key per purchase; I1-I4; every purchase terminal or shown to an operator; every key answered",
-                         MoneyAudit::run);
+                         MoneyAudit::run).onItsOwnServer();
     }
 
     static void run(Target target, Settings settings, Findings findings) {

@@ -157,6 +157,42 @@ public final class Target {
                 .orElseThrow(() -> new IllegalStateException("the target's /observe/metrics has no lastseat_payment_bulkhead_available"));
     }
 
+    private boolean warmedUp;
+
+    /**
+     * Once per target: a few rounds of purchases at once with the stubs as the files have them, so
+     * that a drill's timings measure the fault it injects, not a JVM that has not compiled the
+     * purchase path yet (a server started seconds ago answered a 60-buyer burst 200 ms late).
+     */
+    synchronized void warmUp() {
+        if (warmedUp) {
+            return;
+        }
+        warmedUp = true;
+        String event = newEvent(WARM_UP_BUYERS * WARM_UP_ROUNDS);
+        for (int round = 0; round < WARM_UP_ROUNDS; round++) {
+            together(WARM_UP_BUYERS, i -> buyOne(event));
+        }
+        warmConnections(WARM_UP_BUYERS);
+        // The warm-up's confirmation emails are delivered in the background; a drill starts once they are.
+        long until = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (outbox("pending").path("count").asInt() > 0 && System.nanoTime() < until) {
+            pause(Duration.ofMillis(100));
+        }
+    }
+
+    private static void pause(Duration pause) {
+        try {
+            Thread.sleep(pause);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    private static final int WARM_UP_BUYERS = 40;
+    private static final int WARM_UP_ROUNDS = 3;
+
     /**
      * Opens {@code n} connections at once and leaves them in the client's pool, so that a burst
      * measures the server, not the TCP handshakes of a cold client.
