@@ -1,12 +1,15 @@
-# Sourced by bin/run and bin/drill (after bin/jdk.sh): build when stale, start the stubs and the
-# service as background processes, wait until they answer. Callers set LOGS (a directory) and
+# Sourced by bin/run, bin/drill and bin/bench (after bin/jdk.sh): build when stale, start the stubs and
+# the service as background processes, wait until they answer. Callers set LOGS (a directory) and
 # keep the pids in the array "pids".
 
+# Builds the service and its tools when a jar is missing or a source is newer than the last build.
 build_if_stale() {
-  if [ ! -f target/lastseat.jar ] || [ ! -f target/stubs/wiremock-standalone.jar ] || [ ! -d target/test-classes/lastseat/stubs ] \
-     || [ -n "$(find src pom.xml -newer target/lastseat.jar -print -quit)" ]; then
-    echo "Building lastseat (first run takes a minute)..."
+  if [ ! -f target/.built ] || [ ! -f target/lastseat.jar ] || [ ! -f tools/testkit/target/lastseat-testkit.jar ] \
+     || [ ! -f tools/drills/target/lastseat-drills.jar ] || [ ! -f tools/bench/target/lastseat-bench.jar ] \
+     || [ -n "$(find src tools pom.xml wiremock -type f -newer target/.built -not -path '*/target/*' -print -quit)" ]; then
+    echo "Building lastseat and its tools (first run takes a minute)..."
     mvn -B -q -ntp -DskipTests package
+    touch target/.built
   fi
 }
 
@@ -14,13 +17,14 @@ port_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# start_stubs PORT: WireMock serving wiremock/ with the ledger, in-flight meter and ledger admin.
+# start_stubs PORT: WireMock serving wiremock/ with the truthful provider (the ledger), the in-flight
+# meter and their admin API, all from the testkit's jar (tools/testkit).
 start_stubs() {
-  "$JAVA" -cp target/stubs/wiremock-standalone.jar:target/test-classes wiremock.Run \
+  "$JAVA" -cp "tools/testkit/target/lastseat-testkit.jar:tools/testkit/target/libs/*" wiremock.Run \
     --port "$1" --bind-address 127.0.0.1 --root-dir wiremock \
     --container-threads 200 --async-response-enabled=true --async-response-threads 100 \
     --max-request-journal-entries 10000 --disable-banner \
-    --extensions lastseat.stubs.Ledger,lastseat.stubs.InFlight,lastseat.stubs.LedgerAdmin \
+    --extensions lastseat.testkit.Ledger,lastseat.testkit.InFlight,lastseat.testkit.LedgerAdmin \
     > "$LOGS/wiremock.log" 2>&1 &
   pids+=($!)
 }

@@ -84,7 +84,7 @@ public record Services(Database db, Inventory inventory, Purchases purchases, Pa
         OutboxWorker outbox = new OutboxWorker(db, http, outboxConfig, clock);
         PurchaseWorkers workers = new PurchaseWorkers(purchases, payments, sweepConfig, reconcileConfig, purchaseConfig, clock);
         return new Services(db, inventory, purchases, payments, purchaseRoutes, new EventRoutes(inventory, eventBodyBytes),
-                            new DrillRoutes(drillsConfig, db, inventory, clock, sweepConfig.interval().multipliedBy(2),
+                            new DrillRoutes(drillsConfig, db, inventory, purchases, clock, sweepConfig.interval().multipliedBy(2),
                                             purchaseConfig.deadline().plus(sweepConfig.abandonedAfter())
                                                     .plus(sweepConfig.interval().multipliedBy(2))),
                             workers, outbox, new OutboxRoutes(db, outbox));

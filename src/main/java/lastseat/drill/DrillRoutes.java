@@ -5,6 +5,7 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import lastseat.db.Database;
 import lastseat.inventory.Inventory;
+import lastseat.purchase.Purchases;
 import lastseat.web.Bodies;
 import lastseat.web.Json;
 import lastseat.web.Problem;
@@ -27,10 +28,10 @@ public final class DrillRoutes {
     private final InvariantCheck invariants;
 
     /** {@code sweepGrace} and {@code abandonedAfter}: see {@link InvariantCheck}. */
-    public DrillRoutes(DrillsConfig config, Database db, Inventory inventory, Clock clock, Duration sweepGrace,
+    public DrillRoutes(DrillsConfig config, Database db, Inventory inventory, Purchases purchases, Clock clock, Duration sweepGrace,
                        Duration abandonedAfter) {
         this.config = config;
-        this.stampede = new StampedeRun(db, inventory, config);
+        this.stampede = new StampedeRun(db, inventory, purchases, config);
         this.invariants = new InvariantCheck(db, clock, sweepGrace, abandonedAfter);
     }
 

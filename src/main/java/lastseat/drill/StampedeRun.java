@@ -4,6 +4,8 @@ import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.NewEvent;
+import lastseat.purchase.Purchases;
+import com.fasterxml.jackson.annotation.JsonIgnore;
 import lastseat.web.Problem;
 
 import java.math.BigDecimal;
@@ -14,12 +16,17 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.TimeUnit;
 
 /**
- * One stampede: a fresh event with {@code seats} seats, {@code buyers} buyers on their own threads
- * (buyer i wants seat i mod seats), released together by a latch, each booking through
- * {@link Stampede} in the chosen mode; every answer is recorded.
+ * One stampede: a fresh event with {@code seats} seats, {@code buyers} buyers on their own virtual
+ * threads (buyer i wants seat i mod seats), each booking through {@link Stampede} in the chosen
+ * mode — safe is the product's own reservation; every answer is recorded.
  *
  * <p>The pause inside the booking step lasts until every buyer has reached it (at most
  * {@code drills.max-pause}): the worst a slow outside call does to a crowd, made certain instead of
@@ -58,7 +65,8 @@ final class StampedeRun {
         }
     }
 
-    record Answer(String buyer, String seat, boolean confirmed, String message) {
+    /** One buyer's answer; {@code holder} is what the seat names as its holder when the buyer got it. */
+    record Answer(String buyer, String seat, boolean confirmed, String message, @JsonIgnore String holder) {
     }
 
     record SeatReport(String owner, List<String> toldYes) {
@@ -73,10 +81,10 @@ final class StampedeRun {
     private final Stampede stampede;
     private final DrillsConfig config;
 
-    StampedeRun(Database db, Inventory inventory, DrillsConfig config) {
+    StampedeRun(Database db, Inventory inventory, Purchases purchases, DrillsConfig config) {
         this.db = db;
         this.inventory = inventory;
-        this.stampede = new Stampede(db);
+        this.stampede = new Stampede(db, purchases);
         this.config = config;
     }
 
@@ -106,19 +114,42 @@ final class StampedeRun {
                 throw new IllegalStateException("interrupted in the pause", e);
             }
         };
-        return Together.run(buyers, i -> book(mode, eventId, seats.get(i % seats.size()), "buyer-" + (i + 1), pause),
-                            config.maxPause().multipliedBy(3).plusSeconds(10));
+        // The buyers need no start line of their own: they all meet at the pause, which is the race.
+        try (ExecutorService crowd = Executors.newVirtualThreadPerTaskExecutor()) {
+            List<Future<Answer>> answers = new ArrayList<>();
+            for (int i = 0; i < buyers; i++) {
+                String seat = seats.get(i % seats.size());
+                String buyer = "buyer-" + (i + 1);
+                answers.add(crowd.submit(() -> book(mode, eventId, seat, buyer, pause)));
+            }
+            long until = System.nanoTime() + config.maxPause().multipliedBy(3).plusSeconds(10).toNanos();
+            List<Answer> result = new ArrayList<>();
+            for (Future<Answer> answer : answers) {
+                result.add(answerOf(answer, until));
+            }
+            return result;
+        }
+    }
+
+    /** One buyer's answer, waited for until {@code untilNanos}; a buyer past it is cancelled and refused. */
+    private static Answer answerOf(Future<Answer> answer, long untilNanos) throws InterruptedException {
+        try {
+            return answer.get(Math.max(0, untilNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (ExecutionException | TimeoutException e) {
+            answer.cancel(true);
+            throw new IllegalStateException("a stampede buyer did not finish in time: " + e, e);
+        }
     }
 
     private Answer book(Mode mode, String eventId, String seat, String buyer, Runnable pause) {
         try {
-            boolean yes = switch (mode) {
-                case UNSAFE -> stampede.unsafe(eventId, seat, buyer, pause);
-                case SAFE -> stampede.safe(eventId, seat, buyer, pause);
+            String holder = switch (mode) {
+                case UNSAFE -> stampede.unsafe(eventId, seat, buyer, pause) ? buyer : null;
+                case SAFE -> stampede.safe(eventId, seat, buyer, pause).orElse(null);
             };
-            return new Answer(buyer, seat, yes, yes ? "confirmed" : seat + " is already taken");
+            return new Answer(buyer, seat, holder != null, holder != null ? "confirmed" : seat + " is already taken", holder);
         } catch (RuntimeException e) {
-            return new Answer(buyer, seat, false, seat + " could not be booked: " + e.getMessage());
+            return new Answer(buyer, seat, false, seat + " could not be booked: " + e.getMessage(), null);
         }
     }
 
@@ -128,9 +159,11 @@ final class StampedeRun {
                               rs -> owners.put(rs.getString(1), rs.getString(2)), eventId));
         Map<String, SeatReport> perSeat = new LinkedHashMap<>();
         int doubles = 0;
+        Map<String, String> buyerByHolder = new LinkedHashMap<>();
+        answers.stream().filter(Answer::confirmed).forEach(a -> buyerByHolder.put(a.holder(), a.buyer()));
         for (String seat : seats) {
             List<String> toldYes = answers.stream().filter(a -> a.confirmed() && a.seat().equals(seat)).map(Answer::buyer).toList();
-            perSeat.put(seat, new SeatReport(owners.get(seat), toldYes));
+            perSeat.put(seat, new SeatReport(buyerByHolder.getOrDefault(owners.get(seat), owners.get(seat)), toldYes));
             doubles += toldYes.size() > 1 ? 1 : 0;
         }
         int confirmed = (int) answers.stream().filter(Answer::confirmed).count();

@@ -3,7 +3,7 @@ package lastseat.idempotency;
 import lastseat.support.Client;
 import lastseat.support.Invariants;
 import lastseat.support.TestApp;
-import lastseat.support.Together;
+import lastseat.testkit.Together;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

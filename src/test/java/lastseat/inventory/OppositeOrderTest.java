@@ -4,7 +4,7 @@ import lastseat.db.Database;
 import lastseat.db.DatabaseException;
 import lastseat.support.Invariants;
 import lastseat.support.TestApp;
-import lastseat.support.Together;
+import lastseat.testkit.Together;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -8,7 +8,7 @@ import lastseat.db.DbConfig;
 import lastseat.db.Sql;
 import lastseat.outside.OutsideConfig;
 import lastseat.outside.OutsideHttp;
-import lastseat.support.Together;
+import lastseat.testkit.Together;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
 import org.junit.jupiter.api.AfterAll;

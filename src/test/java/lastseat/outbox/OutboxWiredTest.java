@@ -1,6 +1,6 @@
 package lastseat.outbox;
 
-import lastseat.stubs.Ledger;
+import lastseat.testkit.Ledger;
 import lastseat.support.Client;
 import lastseat.support.Invariants;
 import lastseat.support.TestApp;

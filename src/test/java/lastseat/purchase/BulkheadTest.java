@@ -1,14 +1,16 @@
 package lastseat.purchase;
 
-import lastseat.stubs.InFlight;
+import com.fasterxml.jackson.databind.JsonNode;
 import lastseat.support.Client;
 import lastseat.support.Invariants;
 import lastseat.support.TestApp;
-import lastseat.support.Together;
+import lastseat.testkit.Together;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -20,24 +22,30 @@ import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * The payment bulkhead under a crowd: 60 buyers at once, the provider taking 500 ms a call, a
- * deadline of 1.5 s so that 40 buyers are still waiting while the first 20 pay (on two cores the
- * crowd needs a few hundred milliseconds to get through its checks).
- *
- * <p>{@code payment.min-call-time} is 600 ms here: a buyer whose permit comes with less time left
- * gives it back instead of starting a call it would abandon at the deadline — an abandoned call
- * keeps running at the provider, so without this the provider could see more than 20 calls at once
- * even though this process never has more than 20 open.
+ * The payment bulkhead under a crowd: 60 buyers at once and a provider slower than the deadline,
+ * so every buyer who gets one of the 20 permits keeps it until its deadline and most others cannot
+ * get one (buyers accepted later take the permits of the first as their deadlines pass). The bounds are the design's own, asserted exactly: lastseat never has more than
+ * {@code payment.permits} payment calls open at once (measured from the purchases' own timelines,
+ * not at the provider, where a call given up at the deadline lingers); everybody else is refused 503
+ * {@code payment-capacity-full} with {@code Retry-After} (or 504 if the deadline came first); every
+ * answer comes within the deadline plus the slack, timed from the handler's start where the
+ * deadline starts ({@code Server-Timing}); every permit comes back.
  */
 class BulkheadTest {
     private static final int DEADLINE_MS = 1500;
+    /**
+     * I5's slack for this burst: the 40 buyers refused a permit all reach their deadline together and
+     * then write their release at once, on two cores shared with the stubs and the 60 clients of this
+     * JVM; measured from the handler's start their tail is up to ~320 ms (docs/BENCHMARKS.md).
+     */
+    private static final int SLACK_MS = 400;
     private static TestApp app;
 
     @BeforeAll
     static void start() {
         app = TestApp.start(Map.of("purchase.deadline", DEADLINE_MS + "ms",
-                                 "payment.max-wait", DEADLINE_MS + "ms",
-                                 "payment.min-call-time", "600ms"));
+                                   "payment.max-wait", DEADLINE_MS + "ms",
+                                   "reconcile.interval", "10m"));
     }
 
     @AfterAll
@@ -46,38 +54,67 @@ class BulkheadTest {
     }
 
     @Test
-    void theProviderNeverSeesMoreThanTwentyPaymentCallsAndEveryPermitComesBack() {
+    void lastseatNeverHasMoreThanItsPermitsOfPaymentCallsOpenAndRefusesTheRestInTime() {
+        // A JVM that has not compiled the purchase path yet answers a burst late: that is not what is measured here.
+        String warm = app.newEvent(120);
+        for (int round = 0; round < 3; round++) {
+            int r = round;
+            Together.run(40, i -> app.client.purchase(UUID.randomUUID().toString(), warm, Integer.toString(r * 40 + i + 1)));
+        }
+        app.resetStubs();
+        int permits = app.services().payments().config().permits();
         String event = app.newEvent(60);
         app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(201).withFixedDelay(500).withTransformers("ledger")));
+                                  .willReturn(aResponse().withStatus(201).withFixedDelay(DEADLINE_MS + 1000).withTransformers("ledger")));
 
         List<Client.Answer> answers = Together.run(60, i -> app.client.purchase(UUID.randomUUID().toString(), event,
                                                                                  Integer.toString(i + 1)));
 
         Map<Integer, Long> byStatus = answers.stream().collect(Collectors.groupingBy(Client.Answer::status, Collectors.counting()));
-        // A call given up at the deadline (answered 202) goes on at the provider after its permit is back.
-        assertThat(InFlight.max()).as("most payment calls the provider saw at once: " + byStatus)
-                .isBetween(1, 20 + byStatus.getOrDefault(202, 0L).intValue());
-        assertThat(byStatus.keySet()).as(byStatus.toString()).isSubsetOf(201, 202, 503);
-        assertThat(byStatus.getOrDefault(201, 0L) + byStatus.getOrDefault(202, 0L))
-                .as("a full wave of payments was sent: " + byStatus).isGreaterThanOrEqualTo(20);
+        assertThat(byStatus.keySet()).as(byStatus.toString()).isSubsetOf(202, 503, 504);
+        int mostOpen = mostAtOnce(paymentCalls(event));
+        assertThat(mostOpen).as("most payment calls lastseat had open at once: " + byStatus).isBetween(1, permits);
         assertThat(byStatus.getOrDefault(503, 0L)).as("more buyers wanted a permit than there are: " + byStatus).isPositive();
         answers.stream().filter(a -> a.status() == 503).forEach(a -> {
             assertThat(a.header("Retry-After")).isEqualTo("1");
             assertThat(a.json().path("type").asText()).as(a.body()).isEqualTo("urn:lastseat:problem:payment-capacity-full");
         });
-        // Timed on the server, from the reservation to the last recorded step: the client opens 60
-        // connections at once on the same two cores, so its clock also counts the wait to be accepted.
-        for (String id : app.db.strings("SELECT id FROM purchases WHERE event_id = ?", event)) {
-            var timeline = app.client.get("/purchases/" + id).json().path("timeline");
-            java.time.Instant start = java.time.Instant.parse(timeline.get(0).path("startedAt").asText());
-            java.time.Instant end = java.time.Instant.parse(timeline.get(timeline.size() - 1).path("endedAt").asText());
-            assertThat(java.time.Duration.between(start, end).toMillis()).as("purchase %s, reserve to last step", id)
-                    .isLessThan(DEADLINE_MS + 150);
-        }
+        assertThat(answers).allSatisfy(a -> assertThat(a.serverMillis()).as("from the handler's start (I5): " + a)
+                .isLessThanOrEqualTo(DEADLINE_MS + SLACK_MS));
         long unknown = byStatus.getOrDefault(202, 0L);
         assertThat(app.client.event(event).path("held").asLong()).as("only unknown payments keep their hold").isEqualTo(unknown);
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);
+    }
+
+    /** Every payment step of the event's purchases, as [started, ended] on the server's clock. */
+    private static List<Instant[]> paymentCalls(String event) {
+        List<Instant[]> calls = new ArrayList<>();
+        for (String id : app.db.strings("SELECT id FROM purchases WHERE event_id = ?", event)) {
+            for (JsonNode step : app.client.get("/purchases/" + id).json().path("timeline")) {
+                if (step.path("step").asText().equals("payment") && !step.path("endedAt").isNull()) {
+                    calls.add(new Instant[] {Instant.parse(step.path("startedAt").asText()), Instant.parse(step.path("endedAt").asText())});
+                }
+            }
+        }
+        return calls;
+    }
+
+    /** The most intervals open at one moment. */
+    private static int mostAtOnce(List<Instant[]> calls) {
+        List<Instant[]> edges = new ArrayList<>();
+        calls.forEach(c -> {
+            edges.add(new Instant[] {c[0], Instant.EPOCH});
+            edges.add(new Instant[] {c[1], null});
+        });
+        // Ends before starts at the same instant: a permit given back and taken again is not two open calls.
+        edges.sort((a, b) -> a[0].equals(b[0]) ? (a[1] == null ? -1 : 1) - (b[1] == null ? -1 : 1) : a[0].compareTo(b[0]));
+        int open = 0;
+        int most = 0;
+        for (Instant[] edge : edges) {
+            open += edge[1] == null ? -1 : 1;
+            most = Math.max(most, open);
+        }
+        return most;
     }
 }

@@ -3,7 +3,7 @@ package lastseat.purchase;
 import lastseat.support.Client;
 import lastseat.support.Invariants;
 import lastseat.support.TestApp;
-import lastseat.support.Together;
+import lastseat.testkit.Together;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;

@@ -2,11 +2,11 @@ package lastseat.purchase;
 
 import lastseat.inventory.Hold;
 import lastseat.inventory.Order;
-import lastseat.stubs.Ledger;
+import lastseat.testkit.Ledger;
 import lastseat.support.Client;
 import lastseat.support.Invariants;
 import lastseat.support.TestApp;
-import lastseat.support.Together;
+import lastseat.testkit.Together;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;

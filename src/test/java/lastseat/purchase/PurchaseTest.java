@@ -2,7 +2,7 @@ package lastseat.purchase;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import lastseat.payment.PaymentGateway;
-import lastseat.stubs.Ledger;
+import lastseat.testkit.Ledger;
 import lastseat.support.Client;
 import lastseat.support.Invariants;
 import lastseat.support.TestApp;

@@ -3,7 +3,7 @@ package lastseat.purchase;
 import lastseat.db.Sql;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Order;
-import lastseat.stubs.Ledger;
+import lastseat.testkit.Ledger;
 import lastseat.support.Invariants;
 import lastseat.support.TestApp;
 import lastseat.web.Json;

@@ -46,6 +46,16 @@ public final class Client {
             return headers.get(name.toLowerCase());
         }
 
+        /**
+         * The server's own time for the answer ({@code Server-Timing: app;dur=}), from the handler's
+         * start where the deadline starts; the client's clock when the header is missing.
+         */
+        public long serverMillis() {
+            String timing = header("Server-Timing");
+            return timing != null && timing.startsWith("app;dur=")
+                    ? Math.round(Double.parseDouble(timing.substring("app;dur=".length()))) : elapsedMillis;
+        }
+
         @Override
         public String toString() {
             return status + " " + body();

@@ -2,7 +2,7 @@ package lastseat.support;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import lastseat.payment.PaymentGateway;
-import lastseat.stubs.Ledger;
+import lastseat.testkit.Ledger;
 
 import com.github.tomakehurst.wiremock.verification.LoggedRequest;
 

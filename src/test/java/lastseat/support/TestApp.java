@@ -5,9 +5,9 @@ import io.helidon.config.Config;
 import io.helidon.config.ConfigSources;
 import lastseat.Main;
 import lastseat.Services;
-import lastseat.stubs.InFlight;
-import lastseat.stubs.Ledger;
-import lastseat.stubs.LedgerAdmin;
+import lastseat.testkit.InFlight;
+import lastseat.testkit.Ledger;
+import lastseat.testkit.StubServer;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -17,7 +17,6 @@ import java.util.HashMap;
 import java.util.Map;
 import java.util.UUID;
 
-import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.wireMockConfig;
 
 /**
  * A real lastseat: the Helidon server on a free port, H2 in a file under a temporary directory, and
@@ -48,15 +47,9 @@ public final class TestApp implements AutoCloseable {
         return shared;
     }
 
-    /** WireMock as the tests run it (not started): wiremock/ on a free port, with the ledger, the meter and its admin. */
+    /** WireMock as the tests run it (not started): see {@link StubServer}. */
     public static WireMockServer stubServer() {
-        return new WireMockServer(wireMockConfig()
-                .dynamicPort()
-                .bindAddress("127.0.0.1")
-                .usingFilesUnderDirectory("wiremock")
-                .containerThreads(200)
-                .jettyAcceptQueueSize(1000)
-                .extensions(new Ledger(), new InFlight(), new LedgerAdmin()));
+        return StubServer.create();
     }
 
     /** Starts a separate app; {@code overrides} are configuration keys such as {@code purchase.deadline}. */

@@ -1,0 +1,548 @@
+package lastseat.bench;
+
+import lastseat.testkit.ServerProcess;
+import lastseat.testkit.Together;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.github.tomakehurst.wiremock.WireMockServer;
+import com.github.tomakehurst.wiremock.client.ResponseDefinitionBuilder;
+import lastseat.testkit.InFlight;
+import lastseat.testkit.Ledger;
+import lastseat.testkit.LedgerAdmin;
+import org.HdrHistogram.Histogram;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.IntFunction;
+
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
+import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.wireMockConfig;
+
+/**
+ * bin/bench: lastseat in a process of its own (one per scenario, settings of its own) against
+ * WireMock stubs with fixed delays, driven by an open-model load generator on virtual threads.
+ * Latency is measured from each request's <em>intended</em> start, so a stalled server cannot hide
+ * its stall by slowing the generator down (no coordinated omission). Prints a table of figures
+ * and their ratios to the limit each one is compared with. {@code --smoke} runs every scenario
+ * tiny (bin/test does, to keep this working; no figure is asserted).
+ */
+public final class Bench {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private final boolean smoke;
+    private final WireMockServer stubs;
+    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
+            .connectTimeout(Duration.ofSeconds(5)).executor(Executors.newVirtualThreadPerTaskExecutor()).build();
+    private final List<Row> rows = new ArrayList<>();
+
+    /** One line of the table: a figure, the limit it is compared with, and their ratio. */
+    record Row(String figure, String value, String limit, String ratio) {
+    }
+
+    private Bench(boolean smoke) {
+        this.smoke = smoke;
+        this.stubs = new WireMockServer(wireMockConfig().dynamicPort().bindAddress("127.0.0.1")
+                .usingFilesUnderDirectory("wiremock").containerThreads(500).jettyAcceptQueueSize(5000)
+                .asynchronousResponseEnabled(true).asynchronousResponseThreads(200)
+                .disableRequestJournal()
+                .extensions(new Ledger(), new InFlight(), new LedgerAdmin()));
+    }
+
+    public static void main(String[] args) throws Exception {
+        List<String> only = new ArrayList<>();
+        boolean smoke = false;
+        for (String arg : args) {
+            if (arg.equals("--smoke")) {
+                smoke = true;
+            } else {
+                only.add(arg);
+            }
+        }
+        System.out.println(run(smoke, only));
+        System.exit(0);
+    }
+
+    /** Runs the scenarios ({@code only} empty: all) and returns the table. */
+    public static String run(boolean smoke, List<String> only) throws Exception {
+        Bench bench = new Bench(smoke);
+        bench.stubs.start();
+        try {
+            Map<String, Scenario> scenarios = new LinkedHashMap<>();
+            scenarios.put("latency", bench::latency);
+            scenarios.put("overload", bench::overload);
+            scenarios.put("hot-event", bench::hotEvent);
+            scenarios.put("threads", bench::threads);
+            scenarios.put("databases", bench::databases);
+            scenarios.put("memory", bench::memory);
+            for (var scenario : scenarios.entrySet()) {
+                if (only.isEmpty() || only.contains(scenario.getKey())) {
+                    System.out.println("-- " + scenario.getKey());
+                    scenario.getValue().run();
+                }
+            }
+        } finally {
+            bench.stubs.stop();
+        }
+        return bench.table();
+    }
+
+    private interface Scenario {
+        void run() throws Exception;
+    }
+
+    // --- the scenarios ---
+
+    /** p50/p99 at 200 buyers in flight, fraud 100 ms, tax 150 ms, payment 200 ms; checks side by side, then one after the other. */
+    private void latency() throws Exception {
+        stub(100, 150, 200);
+        double rate = smoke ? 20 : 200 / 0.35;
+        Duration length = seconds(smoke ? 1 : 5);
+        Map<String, String> settings = Map.of("payment.permits", "1000", "purchase.max-in-flight", "5000");
+        Map<String, String> sequential = new LinkedHashMap<>(settings);
+        sequential.put("checks.mode", "sequential");
+        // At a pace this machine sustains (about 15 in flight), the figures show the path itself.
+        double easy = smoke ? 10 : 40;
+        Histogram calmParallel = latencyRun(settings, easy, length, "parallel at " + (int) easy + "/s");
+        Histogram calmSequential = latencyRun(sequential, easy, length, "sequential at " + (int) easy + "/s");
+        add("p50 purchase latency at " + (int) easy + "/s, checks side by side", ms(calmParallel.getValueAtPercentile(50)),
+            "critical path 350 ms", ratio(calmParallel.getValueAtPercentile(50) / 1000.0 / 350));
+        add("p99 purchase latency at " + (int) easy + "/s, checks side by side", ms(calmParallel.getValueAtPercentile(99)),
+            "critical path 350 ms", ratio(calmParallel.getValueAtPercentile(99) / 1000.0 / 350));
+        add("p50 purchase latency at " + (int) easy + "/s, checks one after the other", ms(calmSequential.getValueAtPercentile(50)),
+            "fraud + tax + payment 450 ms", ratio(calmSequential.getValueAtPercentile(50) / 1000.0 / 450));
+        add("p50 side by side / one after the other, at " + (int) easy + "/s", "", "350 / 450 = 0.78",
+            ratio((double) calmParallel.getValueAtPercentile(50) / calmSequential.getValueAtPercentile(50)));
+        Histogram parallel = latencyRun(settings, rate, length, "parallel");
+        Histogram oneByOne = latencyRun(sequential, rate, length, "sequential");
+        double path = 350;
+        add("p50 purchase latency, 200 in flight, checks side by side", ms(parallel.getValueAtPercentile(50)), "critical path 350 ms",
+            ratio(parallel.getValueAtPercentile(50) / 1000.0 / path));
+        add("p99 purchase latency, same run", ms(parallel.getValueAtPercentile(99)), "critical path 350 ms",
+            ratio(parallel.getValueAtPercentile(99) / 1000.0 / path));
+        add("p50 purchase latency, checks one after the other", ms(oneByOne.getValueAtPercentile(50)), "fraud + tax + payment 450 ms",
+            ratio(oneByOne.getValueAtPercentile(50) / 1000.0 / 450));
+        add("p50 side by side / p50 one after the other", "", "350 / 450 = 0.78",
+            ratio((double) parallel.getValueAtPercentile(50) / oneByOne.getValueAtPercentile(50)));
+    }
+
+    private Histogram latencyRun(Map<String, String> settings, double rate, Duration length, String label) throws Exception {
+        try (ServerProcess server = server(label, settings)) {
+            String event = newEvent(server, 10_000);
+            warmUp(server);
+            Load load = open(rate, length, i -> purchase(server, event));
+            System.out.println("   " + label + ": " + load);
+            return load.latency(201);
+        }
+    }
+
+    /** Arrivals above the bulkhead's ceiling: 20 permits, payment 200 ms → at most 100 purchases/s. */
+    private void overload() throws Exception {
+        stub(0, 0, 200);
+        double rate = smoke ? 20 : 160;
+        Duration length = seconds(smoke ? 1 : 10);
+        try (ServerProcess server = server("overload", Map.of())) {
+            String event = newEvent(server, 10_000);
+            warmUp(server);
+            admin("DELETE", "/__admin/ledger");
+            Load load = open(rate, length, i -> purchase(server, event));
+            System.out.println("   " + load);
+            double confirmedPerSecond = load.count(201) / load.seconds();
+            int most = adminJson("/__admin/ledger").path("maxPaymentsInFlight").asInt();
+            add("confirmed purchases/s, arrivals " + (int) rate + "/s, payment 200 ms", String.format(Locale.ROOT, "%.1f/s", confirmedPerSecond),
+                "Little's law: 20 permits / 0.2 s = 100/s", ratio(confirmedPerSecond / 100));
+            add("most payment calls the provider saw at once (with calls given up at the deadline)", Integer.toString(most),
+                "20 permits", ratio(most / 20.0));
+        }
+    }
+
+    /**
+     * 10,000 buyers for 1,000 seats, stubs 0 ms, 64 buying at any moment (each next buyer arrives as one
+     * is answered: the sell-out is about the database's pace, not about latency under a fixed rate).
+     */
+    private void hotEvent() throws Exception {
+        stub(0, 0, 0);
+        int buyers = smoke ? 100 : 10_000;
+        int seats = buyers / 10;
+        int atOnce = 64;
+        Path dir = Files.createTempDirectory("lastseat-bench-hot");
+        Load load;
+        try (ServerProcess server = ServerProcess.start(dir, stubsUri(), Map.of("payment.permits", "1000"))) {
+            String event = newEvent(server, seats);
+            warmUp(server);
+            load = closedLoad(atOnce, buyers, i -> purchase(server, event));
+            System.out.println("   " + load);
+        }
+        double soldOutSeconds = load.secondsUntil(201, seats);
+        double claimsPerSecond = load.total() / load.seconds();
+        double raw = rawClaims(dir.resolve("lastseat"), smoke ? 2_000 : 20_000);
+        add("hot event: confirmations of " + seats + " seats by " + buyers + " buyers", Integer.toString(load.count(201)),
+            "exactly " + seats, ratio(load.count(201) / (double) seats));
+        add("hot event: time to the last confirmation", String.format(Locale.ROOT, "%.2f s", soldOutSeconds), atOnce + " buyers at a time", "");
+        add("hot event: purchases answered/s (claims through HTTP)", String.format(Locale.ROOT, "%.0f/s", claimsPerSecond),
+            String.format(Locale.ROOT, "raw JDBC conditional claims %.0f/s", raw), ratio(claimsPerSecond / raw));
+    }
+
+    /** Conditional claims straight through JDBC, 16 threads, one seat each, autocommit: the database's own pace. */
+    private static double rawClaims(Path file, int seats) throws Exception {
+        String url = "jdbc:h2:file:" + file.toAbsolutePath() + ";WRITE_DELAY=0";
+        String event = "raw-" + UUID.randomUUID().toString().substring(0, 8);
+        try (Connection c = DriverManager.getConnection(url, "sa", "")) {
+            c.createStatement().execute("INSERT INTO events (id, name, capacity, price, currency, created_at) VALUES ('"
+                                        + event + "', 'raw', " + seats + ", 1, 'EUR', CURRENT_TIMESTAMP)");
+            try (PreparedStatement ps = c.prepareStatement("INSERT INTO seats (event_id, label, position, state) VALUES (?, ?, ?, 'AVAILABLE')")) {
+                for (int i = 1; i <= seats; i++) {
+                    ps.setString(1, event);
+                    ps.setString(2, "S" + i);
+                    ps.setInt(3, i);
+                    ps.addBatch();
+                }
+                ps.executeBatch();
+            }
+        }
+        AtomicInteger next = new AtomicInteger();
+        long start = System.nanoTime();
+        try (ExecutorService threads = Executors.newFixedThreadPool(16)) {
+            for (int t = 0; t < 16; t++) {
+                threads.submit(() -> {
+                    try (Connection c = DriverManager.getConnection(url, "sa", "");
+                         PreparedStatement claim = c.prepareStatement("UPDATE seats SET state = 'HELD', purchase_id = ? "
+                                                                      + "WHERE event_id = ? AND label = ? AND state = 'AVAILABLE'")) {
+                        for (int i = next.incrementAndGet(); i <= seats; i = next.incrementAndGet()) {
+                            claim.setString(1, "raw-" + i);
+                            claim.setString(2, event);
+                            claim.setString(3, "S" + i);
+                            claim.executeUpdate();
+                        }
+                    }
+                    return null;
+                });
+            }
+        }
+        return seats / ((System.nanoTime() - start) / 1e9);
+    }
+
+    /** 2,000 buyers in flight, stubs 100 ms: requests handled on virtual threads, then on a 200-thread platform pool. */
+    private void threads() throws Exception {
+        stub(100, 100, 100);
+        int buyers = smoke ? 20 : 2000;
+        int purchases = smoke ? 40 : 3000;
+        Map<String, String> base = Map.of("payment.permits", "1000", "purchase.max-in-flight", "5000", "purchase.deadline", "5s",
+                                          "payment.max-wait", "5s", "db.pool-size", "32", "purchase.shed-after", "5s");
+        double virtual = throughput(base, buyers, purchases, "virtual");
+        Map<String, String> pool = new LinkedHashMap<>(base);
+        pool.put("purchase.platform-threads", "200");
+        double platform = throughput(pool, buyers, purchases, "platform-200");
+        add("purchases/s, 2,000 in flight, stubs 100 ms, virtual threads", String.format(Locale.ROOT, "%.0f/s", virtual), "", "");
+        add("purchases/s, same, a 200-thread platform pool", String.format(Locale.ROOT, "%.0f/s", platform), "virtual threads",
+            ratio(platform / virtual));
+    }
+
+    /** Confirmed purchases per second with {@code buyers} buying at once (each buys again as soon as answered). */
+    private double throughput(Map<String, String> settings, int buyers, int purchases, String label) throws Exception {
+        try (ServerProcess server = server(label, settings)) {
+            String event = newEvent(server, Math.max(purchases, 1));
+            warmUp(server);
+            long start = System.nanoTime();
+            List<Integer> statuses = closed(buyers, purchases, i -> purchase(server, event).status());
+            double seconds = (System.nanoTime() - start) / 1e9;
+            long ok = statuses.stream().filter(s -> s == 201).count();
+            System.out.printf(Locale.ROOT, "   %s: %d of %d confirmed in %.2f s%n", label, ok, purchases, seconds);
+            return ok / seconds;
+        }
+    }
+
+    /** The reserve + confirm path (stubs 0 ms) on H2 file, H2 in memory and PostgreSQL. */
+    private void databases() throws Exception {
+        stub(0, 0, 0);
+        int n = smoke ? 50 : 1500;
+        Map<String, Double> rates = new LinkedHashMap<>();
+        rates.put("H2 file", throughput(Map.of(), 32, n, "h2-file"));
+        rates.put("H2 memory", throughput(Map.of("db.url", "jdbc:h2:mem:bench;DB_CLOSE_DELAY=-1"), 32, n, "h2-mem"));
+        String pg = PostgresBench.freshDatabase();
+        if (pg != null) {
+            try {
+                rates.put("PostgreSQL", throughput(Map.of("db.url", pg, "db.user", "postgres"), 32, n, "postgres"));
+            } finally {
+                PostgresBench.drop(pg);
+            }
+        }
+        double file = rates.get("H2 file");
+        rates.forEach((name, rate) -> add("reserve + confirm, " + name + ", 32 buyers at a time", String.format(Locale.ROOT, "%.0f/s", rate),
+                                          "H2 file", ratio(rate / file)));
+    }
+
+    /** Heap and RSS of the server with 1,000 purchases waiting on a 3 s payment, against the same server idle. */
+    private void memory() throws Exception {
+        stub(0, 0, 3000);
+        int inFlight = smoke ? 50 : 1000;
+        try (ServerProcess server = server("memory", Map.of("payment.permits", "1000", "purchase.max-in-flight", "5000",
+                                                             "purchase.deadline", "10s", "payment.max-wait", "10s",
+                                                             "purchase.shed-after", "10s"))) {
+            String event = newEvent(server, inFlight);
+            warmUp(server);
+            long heapIdle = heapUsed(server, true);
+            long rssIdle = rss(server);
+            Thread load = Thread.ofVirtual().start(() -> closed(inFlight, inFlight, i -> purchase(server, event).status()));
+            Thread.sleep(2000);
+            long heapBusy = heapUsed(server, false);
+            long rssBusy = rss(server);
+            load.join(Duration.ofSeconds(30));
+            add("heap per 1,000 in-flight purchases", mb((heapBusy - heapIdle) * 1000 / inFlight), "idle " + mb(heapIdle), "");
+            add("RSS per 1,000 in-flight purchases", mb((rssBusy - rssIdle) * 1000 / inFlight), "idle " + mb(rssIdle), "");
+        }
+    }
+
+    // --- the load generator ---
+
+    /** The answers of one run, each with its intended start and its end, on one clock. */
+    static final class Load {
+        record Answer(long intended, long end, int status) {
+        }
+
+        final List<Answer> answers;
+        final long start;
+        final long end;
+
+        Load(List<Answer> answers, long start, long end) {
+            this.answers = answers;
+            this.start = start;
+            this.end = end;
+        }
+
+        int total() {
+            return answers.size();
+        }
+
+        int count(int status) {
+            return (int) answers.stream().filter(a -> a.status() == status).count();
+        }
+
+        double seconds() {
+            return (end - start) / 1e9;
+        }
+
+        /** Seconds from the first arrival until the {@code n}th answer with {@code status} (or the last one, if fewer came). */
+        double secondsUntil(int status, int n) {
+            List<Long> ends = answers.stream().filter(a -> a.status() == status).map(Answer::end).sorted().toList();
+            return ends.isEmpty() ? Double.NaN : (ends.get(Math.min(n, ends.size()) - 1) - start) / 1e9;
+        }
+
+        /** Latencies in microseconds of the answers with {@code status}, from intended start to end. */
+        Histogram latency(int status) {
+            Histogram histogram = new Histogram(TimeUnit.MINUTES.toMicros(5), 3);
+            answers.stream().filter(a -> a.status() == status)
+                    .forEach(a -> histogram.recordValue(Math.max(0, (a.end() - a.intended()) / 1000)));
+            return histogram;
+        }
+
+        @Override
+        public String toString() {
+            Map<Integer, Integer> statuses = new java.util.TreeMap<>();
+            answers.forEach(a -> statuses.merge(a.status(), 1, Integer::sum));
+            Histogram all = new Histogram(TimeUnit.MINUTES.toMicros(5), 3);
+            answers.forEach(a -> all.recordValue(Math.max(0, (a.end() - a.intended()) / 1000)));
+            return String.format(Locale.ROOT, "%d answers in %.2f s %s; p50 %s p99 %s max %s", total(), seconds(), statuses,
+                                 ms(all.getValueAtPercentile(50)), ms(all.getValueAtPercentile(99)), ms(all.getMaxValue()));
+        }
+    }
+
+    /** Requests arrive at {@code rate} per second for {@code length}, each on its own virtual thread, whatever the answers do. */
+    static Load open(double rate, Duration length, IntFunction<Answer> request) throws InterruptedException {
+        ConcurrentLinkedQueue<Load.Answer> answers = new ConcurrentLinkedQueue<>();
+        long interval = (long) (1e9 / rate);
+        long count = Math.max(1, length.toNanos() / interval);
+        long start = System.nanoTime();
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (int i = 0; i < count; i++) {
+                long intended = start + i * interval;
+                long wait = intended - System.nanoTime();
+                if (wait > 0) {
+                    LockSupport.parkNanos(wait);
+                }
+                int index = i;
+                threads.submit(() -> {
+                    Answer answer = request.apply(index);
+                    answers.add(new Load.Answer(intended, System.nanoTime(), answer.status()));
+                });
+            }
+            threads.shutdown();
+            if (!threads.awaitTermination(2, TimeUnit.MINUTES)) {
+                throw new IllegalStateException("requests still unanswered two minutes after the last arrival");
+            }
+        }
+        return new Load(new ArrayList<>(answers), start, answers.stream().mapToLong(Load.Answer::end).max().orElse(start));
+    }
+
+    /** {@link #closed} keeping every answer's time, for the hot event's sell-out. */
+    static Load closedLoad(int concurrency, int n, IntFunction<Answer> request) {
+        ConcurrentLinkedQueue<Load.Answer> answers = new ConcurrentLinkedQueue<>();
+        long start = System.nanoTime();
+        closed(concurrency, n, i -> {
+            long began = System.nanoTime();
+            int status = request.apply(i).status();
+            answers.add(new Load.Answer(began, System.nanoTime(), status));
+            return status;
+        });
+        return new Load(new ArrayList<>(answers), start, answers.stream().mapToLong(Load.Answer::end).max().orElse(start));
+    }
+
+    /** {@code n} requests, {@code concurrency} at a time: {@link Together#atMost}, bounded by ten minutes. */
+    static <T> List<T> closed(int concurrency, int n, IntFunction<T> request) {
+        try {
+            return Together.atMost(concurrency, n, request, Duration.ofMinutes(10));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    // --- plumbing ---
+
+    record Answer(int status, String body) {
+    }
+
+    private Answer purchase(ServerProcess server, String event) {
+        String body = "{\"eventId\":\"" + event + "\",\"quantity\":1,\"buyer\":{\"id\":\"bench\",\"email\":\"bench@example.com\"},"
+                      + "\"paymentToken\":\"tok_ok\"}";
+        try {
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(server.url().resolve("/purchases"))
+                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
+                    .header("Idempotency-Key", UUID.randomUUID().toString())
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            return new Answer(response.statusCode(), response.body());
+        } catch (IOException e) {
+            return new Answer(599, e.toString());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Answer(598, "interrupted");
+        }
+    }
+
+    private void warmUp(ServerProcess server) {
+        String event = newEvent(server, 200);
+        closed(20, smoke ? 20 : 200, i -> purchase(server, event).status());
+    }
+
+    private String newEvent(ServerProcess server, int capacity) {
+        try {
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(server.url().resolve("/events"))
+                    .header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"Bench\",\"capacity\":" + capacity
+                                                              + ",\"price\":\"40.00\",\"currency\":\"EUR\"}")).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            return JSON.readTree(response.body()).path("id").asText();
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private ServerProcess server(String label, Map<String, String> settings) throws IOException {
+        return ServerProcess.start(Files.createTempDirectory("lastseat-bench-" + label.replaceAll("[^A-Za-z0-9-]", "-")), stubsUri(), settings);
+    }
+
+    private URI stubsUri() {
+        return URI.create("http://127.0.0.1:" + stubs.port());
+    }
+
+    /** Fixed delays in ms for fraud, tax and payment; the payment goes through the ledger as a provider would. */
+    private void stub(int fraud, int tax, int payment) {
+        stubs.resetToDefaultMappings();
+        stubs.stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(delayed(aResponse().withStatus(200)
+                .withHeader("Content-Type", "application/json").withBodyFile("fraud-check-approve.json"), fraud)));
+        stubs.stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(delayed(aResponse().withStatus(200)
+                .withHeader("Content-Type", "application/json").withBody("{\"tax\":\"4.00\",\"currency\":\"EUR\"}"), tax)));
+        stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(delayed(aResponse().withStatus(201)
+                .withTransformers("ledger"), payment)));
+    }
+
+    private static ResponseDefinitionBuilder delayed(ResponseDefinitionBuilder response, int millis) {
+        return millis > 0 ? response.withFixedDelay(millis) : response;
+    }
+
+    private void admin(String method, String path) throws IOException, InterruptedException {
+        http.send(HttpRequest.newBuilder(stubsUri().resolve(path)).method(method, HttpRequest.BodyPublishers.noBody()).build(),
+                  HttpResponse.BodyHandlers.discarding());
+    }
+
+    private JsonNode adminJson(String path) throws IOException, InterruptedException {
+        return JSON.readTree(http.send(HttpRequest.newBuilder(stubsUri().resolve(path)).build(),
+                                       HttpResponse.BodyHandlers.ofString()).body());
+    }
+
+    /** Heap in use, from the server's own metrics; {@code settled} asks for a full GC first (jcmd) so idle means idle. */
+    private long heapUsed(ServerProcess server, boolean settled) throws IOException, InterruptedException {
+        if (settled) {
+            jcmd(server, "GC.run");
+        }
+        String metrics = http.send(HttpRequest.newBuilder(server.url().resolve("/observe/metrics")).header("Accept", "text/plain").build(),
+                                   HttpResponse.BodyHandlers.ofString()).body();
+        return metrics.lines().filter(l -> l.startsWith("memory_usedHeap_bytes"))
+                .map(l -> (long) Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).findFirst().orElse(-1L);
+    }
+
+    private static long rss(ServerProcess server) throws IOException {
+        return Files.readAllLines(Path.of("/proc/" + server.pid() + "/status")).stream().filter(l -> l.startsWith("VmRSS:"))
+                .map(l -> Long.parseLong(l.replaceAll("[^0-9]", "")) * 1024).findFirst().orElse(-1L);
+    }
+
+    private static void jcmd(ServerProcess server, String command) throws IOException, InterruptedException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        Process p = new ProcessBuilder(java.replaceAll("java$", "jcmd"), Long.toString(server.pid()), command)
+                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        p.waitFor(30, TimeUnit.SECONDS);
+    }
+
+    private Duration seconds(int n) {
+        return Duration.ofSeconds(n);
+    }
+
+    private void add(String figure, String value, String limit, String ratio) {
+        rows.add(new Row(figure, value, limit, ratio));
+        System.out.printf("   %s: %s (%s) %s%n", figure, value, limit, ratio);
+    }
+
+    private String table() {
+        StringBuilder table = new StringBuilder("| figure | value | limit it is compared with | ratio |\n| --- | --- | --- | --- |\n");
+        rows.forEach(r -> table.append("| ").append(r.figure()).append(" | ").append(r.value()).append(" | ")
+                .append(r.limit()).append(" | ").append(r.ratio()).append(" |\n"));
+        return table.toString();
+    }
+
+    static String ms(long micros) {
+        return String.format(Locale.ROOT, "%.1f ms", micros / 1000.0);
+    }
+
+    static String mb(long bytes) {
+        return String.format(Locale.ROOT, "%.1f MB", bytes / 1e6);
+    }
+
+    static String ratio(double r) {
+        return Double.isNaN(r) ? "" : String.format(Locale.ROOT, "%.2f", r);
+    }
+}

@@ -1,0 +1,200 @@
+package lastseat.testkit;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.ServerSocket;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A lastseat in a process of its own, for the drills, tests and benchmarks that must kill it
+ * ({@code kill -9}), stop it (SIGTERM) or run it with settings of their own: the caller's JDK, H2 in
+ * {@code dataDir}, the given stubs. Closing kills it if it is still alive; every wait is bounded.
+ */
+public final class ServerProcess implements AutoCloseable {
+    private static final Duration START_WAIT = Duration.ofSeconds(60);
+    private final Process process;
+    private final URI url;
+    private final Path log;
+
+    private ServerProcess(Process process, URI url, Path log) {
+        this.process = process;
+        this.url = url;
+        this.log = log;
+    }
+
+    /** Starts lastseat with drills enabled and {@code settings} as system properties; returns once it is healthy. */
+    public static ServerProcess start(Path dataDir, URI stubs, Map<String, String> settings) {
+        try {
+            Files.createDirectories(dataDir);
+            int port = freePort();
+            Path log = dataDir.resolve("lastseat-" + port + ".log");
+            List<String> command = new ArrayList<>(List.of(
+                    ProcessHandle.current().info().command().orElse("java"), "--enable-preview",
+                    "-Dserver.port=" + port, "-Dserver.host=127.0.0.1",
+                    "-Doutside.base-url=" + stubs.toString().replaceAll("/$", ""),
+                    "-Ddb.url=jdbc:h2:file:" + dataDir.resolve("lastseat").toAbsolutePath(),
+                    "-Ddrills.enabled=true"));
+            settings.forEach((key, value) -> command.add("-D" + key + "=" + value));
+            // LASTSEAT_JAVA_OPTS reaches these servers as it reaches bin/run's (a profiler, say).
+            String extra = System.getenv("LASTSEAT_JAVA_OPTS");
+            if (extra != null && !extra.isBlank()) {
+                command.addAll(List.of(extra.trim().split("\\s+")));
+            }
+            command.addAll(List.of("-cp", classpath(), "lastseat.Main"));
+            Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+            ServerProcess server = new ServerProcess(process, URI.create("http://127.0.0.1:" + port), log);
+            server.awaitHealthy();
+            return server;
+        } catch (IOException e) {
+            throw new UncheckedIOException("could not start lastseat: " + e.getMessage(), e);
+        }
+    }
+
+    public URI url() {
+        return url;
+    }
+
+    public long pid() {
+        return process.pid();
+    }
+
+    /**
+     * Writes the process's threads (jcmd Thread.print) next to its log, for a drill that found it
+     * stuck; returns the file, or why there is none.
+     */
+    public String threadDump() {
+        Path dump = log.resolveSibling(log.getFileName().toString().replace(".log", "-threads.txt"));
+        String jcmd = ProcessHandle.current().info().command().map(java -> java.replaceAll("java$", "jcmd")).orElse("jcmd");
+        try {
+            Process p = new ProcessBuilder(jcmd, Long.toString(process.pid()), "Thread.print")
+                    .redirectErrorStream(true).redirectOutput(dump.toFile()).start();
+            if (!p.waitFor(20, TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+            }
+            return dump.toString();
+        } catch (IOException e) {
+            return "(no thread dump: " + e.getMessage() + ")";
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "(no thread dump: interrupted)";
+        }
+    }
+
+    /** SIGKILL, as {@code kill -9}: no shutdown hook runs, nothing is flushed or finished. */
+    public void kill() {
+        process.destroyForcibly();
+        try {
+            if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("lastseat did not die within 10 s of SIGKILL");
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while killing lastseat", e);
+        }
+    }
+
+    /**
+     * SIGTERM, as a rolling deploy stops an instance, and waits (at most {@code bound}) for the
+     * process to exit; its exit code, or empty when it is still alive then.
+     */
+    public java.util.OptionalInt terminate(Duration bound) {
+        process.destroy();
+        try {
+            return process.waitFor(bound.toMillis(), TimeUnit.MILLISECONDS)
+                    ? java.util.OptionalInt.of(process.exitValue()) : java.util.OptionalInt.empty();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while lastseat stopped", e);
+        }
+    }
+
+    /** The log it wrote. */
+    public Path log() {
+        return log;
+    }
+
+    /** Stops it as an operator would (SIGTERM, so shutdown hooks and a profiler's dump run), then SIGKILL after 10 s. */
+    @Override
+    public void close() {
+        if (process.isAlive()) {
+            process.destroy();
+            try {
+                if (process.waitFor(10, TimeUnit.SECONDS)) {
+                    return;
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            kill();
+        }
+    }
+
+    /**
+     * lastseat's classpath: {@code -Dlastseat.classpath} (bin/drill sets it to the service's jar and
+     * libraries), else the caller's own, which holds the service when the service is among its
+     * dependencies (under Maven's test runner the real one is in surefire.test.class.path).
+     */
+    private static String classpath() {
+        String explicit = System.getProperty("lastseat.classpath");
+        if (explicit != null && !explicit.isBlank()) {
+            return explicit;
+        }
+        return System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private void awaitHealthy() {
+        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+        long until = System.nanoTime() + START_WAIT.toNanos();
+        try {
+            while (System.nanoTime() < until) {
+                if (!process.isAlive()) {
+                    throw new IllegalStateException("lastseat stopped while starting: " + tail());
+                }
+                try {
+                    HttpResponse<Void> health = http.send(HttpRequest.newBuilder(url.resolve("/observe/health"))
+                                                                  .timeout(Duration.ofSeconds(2)).build(),
+                                                          HttpResponse.BodyHandlers.discarding());
+                    if (health.statusCode() == 200) {
+                        return;
+                    }
+                } catch (IOException notYet) {
+                    // not listening yet
+                }
+                Thread.sleep(100);
+            }
+            throw new IllegalStateException("lastseat did not become healthy within " + START_WAIT.toSeconds() + " s: " + tail());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            close();
+            throw new IllegalStateException("interrupted while lastseat started", e);
+        } catch (RuntimeException e) {
+            close();
+            throw e;
+        }
+    }
+
+    private String tail() {
+        try {
+            List<String> lines = Files.readAllLines(log);
+            return String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
+        } catch (IOException e) {
+            return "(no log: " + e.getMessage() + ")";
+        }
+    }
+}
