@@ -34,12 +34,6 @@ public final class Checks {
     }
 
     public Quote run(Hold hold, Deadline deadline, Timeline timeline) throws DeadlinePassed, InterruptedException {
-        if (config.sequential()) {
-            return Scoped.within("checks-" + hold.purchaseId(), deadline, () -> {
-                timeline.step("fraud", () -> fraud(hold, deadline));
-                return timeline.step("tax", () -> tax(hold, deadline));
-            });
-        }
         return Scoped.both("checks-" + hold.purchaseId(), deadline,
                 () -> timeline.step("fraud", () -> fraud(hold, deadline)),
                 () -> timeline.step("tax", () -> tax(hold, deadline))).second();

@@ -48,7 +48,6 @@ public final class PurchaseRoutes {
     private final PurchaseConfig config;
     private final PurchaseMetrics metrics;
     private final Admission admission;
-    private final java.util.concurrent.ExecutorService platform;
 
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
                           PurchaseConfig config, PurchaseMetrics metrics) {
@@ -59,9 +58,6 @@ public final class PurchaseRoutes {
         this.config = config;
         this.metrics = metrics;
         this.admission = new Admission(config.maxInFlight());
-        this.platform = config.platformThreads() == 0 ? null
-                : java.util.concurrent.Executors.newFixedThreadPool(config.platformThreads(),
-                        Thread.ofPlatform().daemon().name("purchase-", 0).factory());
     }
 
     public void register(HttpRouting.Builder routing) {
@@ -93,27 +89,10 @@ public final class PurchaseRoutes {
         // Problem thrown by the key (409, 422), an unexpected failure or the interrupt. It is back before
         // the answer is written, so a client that has its answer can count on the place being free.
         try (Admission.Permit permit = claimed.get()) {
-            reply = platform == null ? admitted(key, body, order, deadline, response)
-                    : onPlatformThread(key, () -> admitted(key, body, order, deadline, response));
+            reply = admitted(key, body, order, deadline, response);
         }
         serverTiming(response, arrived);
         reply.send(response);
-    }
-
-    /** The benchmark's comparison: the purchase runs on a bounded pool of platform threads, the handler waits. */
-    private Reply onPlatformThread(String key, java.util.concurrent.Callable<Reply> work) {
-        try {
-            return platform.submit(work).get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            // The purchase goes on in the pool and may pay: not an error.
-            return notKnown(key, "The server stopped while this purchase ran");
-        } catch (java.util.concurrent.ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException runtime) {
-                throw runtime;
-            }
-            throw new IllegalStateException(e.getCause());
-        }
     }
 
     /**
@@ -152,9 +131,6 @@ public final class PurchaseRoutes {
                 Thread.currentThread().interrupt();
                 return inFlight() == 0;
             }
-        }
-        if (platform != null) {
-            platform.shutdown();
         }
         return inFlight() == 0;
     }
