@@ -5,6 +5,7 @@ import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import lastseat.config.PurchaseConfig;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
@@ -73,7 +74,7 @@ public final class PurchaseRoutes {
         String key = IdempotencyKeys.require(request.headers().first(HeaderNames.create("Idempotency-Key")));
         Bodies.requireJson(request);
         byte[] body = Bodies.read(request, config.maxBodyBytes());
-        Order order = Json.read(body, PurchaseRequest.class).toOrder(key, inventory.config().maxSeatsPerPurchase());
+        Order order = Json.read(body, PurchaseRequest.class).toOrder(key, config.maxSeats());
         inventory.validate(order);
         // Admission comes after every 4xx about the input (a bad request is answered the same way under
         // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
@@ -106,11 +107,6 @@ public final class PurchaseRoutes {
     /** Free admission places of this process, for the metrics. */
     public int admissionAvailable() {
         return admission.available();
-    }
-
-    /** From a purchase's arrival to its answer. */
-    public java.time.Duration deadline() {
-        return config.deadline();
     }
 
     /** Purchases this process is running now. */

@@ -2,6 +2,8 @@ package lastseat.outbox;
 
 import io.helidon.config.Config;
 import io.helidon.config.ConfigSources;
+import lastseat.config.LastseatConfig;
+import lastseat.config.OutboxConfig;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -17,7 +19,7 @@ class OutboxConfigTest {
 
     @Test
     void theShippedDefaultsAreRead() {
-        OutboxConfig config = OutboxConfig.from(Config.just(ConfigSources.classpath("application.yaml")));
+        OutboxConfig config = LastseatConfig.from(Config.just(ConfigSources.classpath("application.yaml"))).outbox();
 
         assertThat(config).isEqualTo(new OutboxConfig(Duration.ofMillis(500), 50, "/emails", "/refunds", Duration.ofSeconds(2),
                                                       Duration.ofSeconds(1), Duration.ofMinutes(5), 20, Duration.ofHours(24)));
@@ -36,7 +38,7 @@ class OutboxConfigTest {
     void aBadValueIsRefusedNamingTheKey(String key, String value, String named) {
         Config config = Config.just(ConfigSources.create(Map.of(key, value)), ConfigSources.classpath("application.yaml"));
 
-        assertThatThrownBy(() -> OutboxConfig.from(config))
+        assertThatThrownBy(() -> LastseatConfig.from(config))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining(named);
     }
