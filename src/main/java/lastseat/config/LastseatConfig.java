@@ -7,12 +7,11 @@ import java.util.Objects;
 
 /**
  * lastseat's whole configuration, one section per top-level key of {@code application.yaml} (which
- * documents every key and its default). {@link #from(Config)} is the one place keys are read: each
- * key is read once, by its section, and every section checks its own keys' ranges and formats when
- * it is made. The rules between keys are all in {@link #checkAcross}, and the values derived from
- * several keys are the methods below, so no consumer combines keys itself. A configuration that
- * exists is valid: a bad value stops start-up, before anything opens, with one sentence naming
- * the key.
+ * documents every key and its default). {@link #from(Config)} is the one entry point: each section
+ * reads its own keys, each key once, and checks their ranges and formats when it is made. The rules
+ * between keys are all in {@code checkAcross}, and the values derived from several keys are the
+ * methods below, so no consumer combines keys itself. A configuration that exists is valid: a bad
+ * value stops start-up, before anything opens, with one sentence naming the key.
  *
  * <p>Not here: {@code server}, read by Helidon's own {@code WebServer} builder.
  *
