@@ -77,13 +77,13 @@ public final class Main {
         Services services = Services.create(config);
         List<Meter> gauges = List.of();
         try {
-            if (config.get("demo.create-event").asBoolean().orElse(false)) {
+            if (services.config().demo().createEvent()) {
                 createDemoEvent(services);
             }
             gauges = registerGauges(services);
             WebServer server = WebServer.builder()
                     .config(config.get("server"))
-                    .shutdownGracePeriod(services.drainPeriod())
+                    .shutdownGracePeriod(services.config().drainPeriod())
                     // lastseat's own hook drains, then closes the pool; Helidon's would stop the server alongside it.
                     .shutdownHook(false)
                     .directHandlers(handlers -> handlers.addHandler(DirectHandler.EventType.BAD_REQUEST, Main::transportError))

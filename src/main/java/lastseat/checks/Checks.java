@@ -1,6 +1,7 @@
 package lastseat.checks;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import lastseat.config.ChecksConfig;
 import lastseat.inventory.Hold;
 import lastseat.outside.OutsideHttp;
 import lastseat.web.Json;
@@ -11,6 +12,7 @@ import lastseat.work.Timeline;
 
 import java.io.IOException;
 import java.math.BigDecimal;
+import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -27,19 +29,16 @@ public final class Checks {
     private static final BigDecimal MAX_TAX = new BigDecimal("1000000000");
     private final OutsideHttp http;
     private final ChecksConfig config;
+    private final Duration retryAfter;
 
-    public Checks(OutsideHttp http, ChecksConfig config) {
+    /** {@code retryAfter}: what a buyer is told to wait when a check is down ({@code purchase.retry-after}). */
+    public Checks(OutsideHttp http, ChecksConfig config, Duration retryAfter) {
         this.http = http;
         this.config = config;
+        this.retryAfter = retryAfter;
     }
 
     public Quote run(Hold hold, Deadline deadline, Timeline timeline) throws DeadlinePassed, InterruptedException {
-        if (config.sequential()) {
-            return Scoped.within("checks-" + hold.purchaseId(), deadline, () -> {
-                timeline.step("fraud", () -> fraud(hold, deadline));
-                return timeline.step("tax", () -> tax(hold, deadline));
-            });
-        }
         return Scoped.both("checks-" + hold.purchaseId(), deadline,
                 () -> timeline.step("fraud", () -> fraud(hold, deadline)),
                 () -> timeline.step("tax", () -> tax(hold, deadline))).second();
@@ -97,6 +96,6 @@ public final class Checks {
     }
 
     private CheckUnavailable unavailable(String service, String what, Throwable cause) {
-        return new CheckUnavailable(service, what, config.retryAfter(), cause);
+        return new CheckUnavailable(service, what, retryAfter, cause);
     }
 }

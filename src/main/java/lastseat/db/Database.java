@@ -2,6 +2,7 @@ package lastseat.db;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import lastseat.config.DbConfig;
 import org.flywaydb.core.Flyway;
 
 import java.sql.Connection;

@@ -3,6 +3,7 @@ package lastseat.drill;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import lastseat.config.DrillsConfig;
 import lastseat.db.Database;
 import lastseat.inventory.Inventory;
 import lastseat.purchase.Purchases;
@@ -27,12 +28,12 @@ public final class DrillRoutes {
     private final StampedeRun stampede;
     private final InvariantCheck invariants;
 
-    /** {@code sweepGrace} and {@code abandonedAfter}: see {@link InvariantCheck}. */
+    /** {@code sweepGrace} and {@code recoveredWithin}: see {@link InvariantCheck}. */
     public DrillRoutes(DrillsConfig config, Database db, Inventory inventory, Purchases purchases, Clock clock, Duration sweepGrace,
-                       Duration abandonedAfter) {
+                       Duration recoveredWithin) {
         this.config = config;
         this.stampede = new StampedeRun(db, inventory, purchases, config);
-        this.invariants = new InvariantCheck(db, clock, sweepGrace, abandonedAfter);
+        this.invariants = new InvariantCheck(db, clock, sweepGrace, recoveredWithin);
     }
 
     public void register(HttpRouting.Builder routing) {

@@ -23,18 +23,18 @@ final class InvariantCheck {
     private final Database db;
     private final Clock clock;
     private final java.time.Duration sweepGrace;
-    private final java.time.Duration abandonedAfter;
+    private final java.time.Duration recoveredWithin;
 
     /**
      * {@code sweepGrace}: how long past its expiry a HELD purchase may wait for the sweeper;
-     * {@code abandonedAfter}: how long a purchase may stay HELD or PAYING before recovery must have
-     * moved it (its deadline + purchase.abandoned-after + the sweeper's grace).
+     * {@code recoveredWithin}: how long a purchase may stay HELD or PAYING before recovery must have
+     * moved it ({@code LastseatConfig.recoveredWithin}).
      */
-    InvariantCheck(Database db, Clock clock, java.time.Duration sweepGrace, java.time.Duration abandonedAfter) {
+    InvariantCheck(Database db, Clock clock, java.time.Duration sweepGrace, java.time.Duration recoveredWithin) {
         this.db = db;
         this.clock = clock;
         this.sweepGrace = sweepGrace;
-        this.abandonedAfter = abandonedAfter;
+        this.recoveredWithin = recoveredWithin;
     }
 
     record PurchaseRow(String id, String state, int seats, String idempotencyKey, String paymentId) {
@@ -85,7 +85,7 @@ final class InvariantCheck {
                      eventId, now.minus(sweepGrace));
             violated(c, violations, "I4: purchases still HELD or PAYING after their deadline and recovery's grace",
                      "SELECT id FROM purchases WHERE event_id = ? AND state IN ('HELD', 'PAYING') AND updated_at < ?",
-                     eventId, now.minus(abandonedAfter));
+                     eventId, now.minus(recoveredWithin));
             List<PurchaseRow> purchases = Sql.list(c, "SELECT id, state, seat_count, idempotency_key, payment_id FROM purchases "
                                                       + "WHERE event_id = ? ORDER BY created_at, id FETCH FIRST " + (MAX_PURCHASES + 1)
                                                       + " ROWS ONLY",

@@ -1,5 +1,6 @@
 package lastseat.drill;
 
+import lastseat.config.DrillsConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.inventory.Inventory;

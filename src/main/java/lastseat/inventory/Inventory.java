@@ -1,5 +1,7 @@
 package lastseat.inventory;
 
+import lastseat.config.EventsConfig;
+import lastseat.config.PurchaseConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.web.Problem;
@@ -41,21 +43,19 @@ import java.util.UUID;
  */
 public final class Inventory {
     private final Database db;
-    private final InventoryConfig config;
+    private final EventsConfig events;
+    private final PurchaseConfig purchase;
     private final Clock clock;
 
-    public Inventory(Database db, InventoryConfig config, Clock clock) {
+    public Inventory(Database db, EventsConfig events, PurchaseConfig purchase, Clock clock) {
         this.db = db;
-        this.config = config;
+        this.events = events;
+        this.purchase = purchase;
         this.clock = clock;
     }
 
-    public InventoryConfig config() {
-        return config;
-    }
-
     public EventView create(NewEvent event) {
-        List<String> labels = event.validSeats(config.maxCapacity());
+        List<String> labels = event.validSeats(events.maxCapacity());
         String id = event.id() != null ? event.id() : UUID.randomUUID().toString();
         db.inTransaction(c -> {
             try (PreparedStatement insert = c.prepareStatement(
@@ -183,7 +183,7 @@ public final class Inventory {
         }
         return Sql.list(c, "SELECT DISTINCT p.id FROM seats s JOIN purchases p ON p.id = s.purchase_id "
                            + "WHERE s.event_id = ? AND s.state = 'HELD' AND p.state = 'HELD' AND p.hold_expires_at <= ?"
-                           + seats + " ORDER BY p.id FETCH FIRST " + config.maxSeatsPerPurchase() + " ROWS ONLY",
+                           + seats + " ORDER BY p.id FETCH FIRST " + purchase.maxSeats() + " ROWS ONLY",
                         rs -> rs.getString(1), args.toArray());
     }
 
@@ -218,7 +218,7 @@ public final class Inventory {
                      "SELECT label, position FROM seats WHERE event_id = ? AND state = 'AVAILABLE' AND position > ? "
                      + "ORDER BY position FETCH FIRST ? ROWS ONLY")) {
             int after = 0;
-            for (int round = 0; round < config.reserveRounds() && claimed.size() < quantity; round++) {
+            for (int round = 0; round < purchase.reserveRounds() && claimed.size() < quantity; round++) {
                 List<SeatPosition> found = new ArrayList<>();
                 candidates.setString(1, eventId);
                 candidates.setInt(2, after);

@@ -1,5 +1,6 @@
 package lastseat.outbox;
 
+import lastseat.config.OutboxConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.outside.OutsideHttp;

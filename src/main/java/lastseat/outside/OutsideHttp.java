@@ -1,5 +1,6 @@
 package lastseat.outside;
 
+import lastseat.config.OutsideConfig;
 import lastseat.work.Deadline;
 
 import java.io.IOException;

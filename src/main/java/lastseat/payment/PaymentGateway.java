@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import io.github.resilience4j.bulkhead.Bulkhead;
 import io.github.resilience4j.bulkhead.BulkheadConfig;
 import io.github.resilience4j.bulkhead.BulkheadFullException;
+import lastseat.config.PaymentConfig;
 import lastseat.outside.OutsideHttp;
 import lastseat.web.Json;
 import lastseat.work.Backoff;

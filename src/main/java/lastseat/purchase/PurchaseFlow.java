@@ -2,6 +2,7 @@ package lastseat.purchase;
 
 import lastseat.checks.Checks;
 import lastseat.checks.Quote;
+import lastseat.config.PurchaseConfig;
 import lastseat.inventory.Hold;
 import lastseat.inventory.Order;
 import lastseat.payment.Charge;

@@ -5,6 +5,7 @@ import io.helidon.http.HeaderNames;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import lastseat.config.PurchaseConfig;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
@@ -48,7 +49,6 @@ public final class PurchaseRoutes {
     private final PurchaseConfig config;
     private final PurchaseMetrics metrics;
     private final Admission admission;
-    private final java.util.concurrent.ExecutorService platform;
 
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
                           PurchaseConfig config, PurchaseMetrics metrics) {
@@ -59,9 +59,6 @@ public final class PurchaseRoutes {
         this.config = config;
         this.metrics = metrics;
         this.admission = new Admission(config.maxInFlight());
-        this.platform = config.platformThreads() == 0 ? null
-                : java.util.concurrent.Executors.newFixedThreadPool(config.platformThreads(),
-                        Thread.ofPlatform().daemon().name("purchase-", 0).factory());
     }
 
     public void register(HttpRouting.Builder routing) {
@@ -77,7 +74,7 @@ public final class PurchaseRoutes {
         String key = IdempotencyKeys.require(request.headers().first(HeaderNames.create("Idempotency-Key")));
         Bodies.requireJson(request);
         byte[] body = Bodies.read(request, config.maxBodyBytes());
-        Order order = Json.read(body, PurchaseRequest.class).toOrder(key, inventory.config().maxSeatsPerPurchase());
+        Order order = Json.read(body, PurchaseRequest.class).toOrder(key, config.maxSeats());
         inventory.validate(order);
         // Admission comes after every 4xx about the input (a bad request is answered the same way under
         // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
@@ -93,27 +90,10 @@ public final class PurchaseRoutes {
         // Problem thrown by the key (409, 422), an unexpected failure or the interrupt. It is back before
         // the answer is written, so a client that has its answer can count on the place being free.
         try (Admission.Permit permit = claimed.get()) {
-            reply = platform == null ? admitted(key, body, order, deadline, response)
-                    : onPlatformThread(key, () -> admitted(key, body, order, deadline, response));
+            reply = admitted(key, body, order, deadline, response);
         }
         serverTiming(response, arrived);
         reply.send(response);
-    }
-
-    /** The benchmark's comparison: the purchase runs on a bounded pool of platform threads, the handler waits. */
-    private Reply onPlatformThread(String key, java.util.concurrent.Callable<Reply> work) {
-        try {
-            return platform.submit(work).get();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            // The purchase goes on in the pool and may pay: not an error.
-            return notKnown(key, "The server stopped while this purchase ran");
-        } catch (java.util.concurrent.ExecutionException e) {
-            if (e.getCause() instanceof RuntimeException runtime) {
-                throw runtime;
-            }
-            throw new IllegalStateException(e.getCause());
-        }
     }
 
     /**
@@ -127,11 +107,6 @@ public final class PurchaseRoutes {
     /** Free admission places of this process, for the metrics. */
     public int admissionAvailable() {
         return admission.available();
-    }
-
-    /** From a purchase's arrival to its answer. */
-    public java.time.Duration deadline() {
-        return config.deadline();
     }
 
     /** Purchases this process is running now. */
@@ -152,9 +127,6 @@ public final class PurchaseRoutes {
                 Thread.currentThread().interrupt();
                 return inFlight() == 0;
             }
-        }
-        if (platform != null) {
-            platform.shutdown();
         }
         return inFlight() == 0;
     }

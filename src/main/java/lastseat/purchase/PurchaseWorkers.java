@@ -1,5 +1,7 @@
 package lastseat.purchase;
 
+import lastseat.config.PurchaseConfig;
+import lastseat.config.ReconcileConfig;
 import lastseat.payment.PaymentGateway;
 import lastseat.work.Worker;
 
@@ -20,12 +22,13 @@ public final class PurchaseWorkers implements AutoCloseable {
     private Worker sweeping;
     private Worker reconciling;
 
-    public PurchaseWorkers(Purchases purchases, PaymentGateway payments, SweepConfig sweep, ReconcileConfig reconcile,
-                           PurchaseConfig purchase, Clock clock) {
+    /** {@code abandonedAge}: {@code LastseatConfig.abandonedAge}, past which the sweeper recovers a purchase. */
+    public PurchaseWorkers(Purchases purchases, PaymentGateway payments, PurchaseConfig purchase, Duration abandonedAge,
+                           ReconcileConfig reconcile, Clock clock) {
         this.purchases = purchases;
-        this.sweeper = new Sweeper(purchases, sweep, purchase.deadline(), clock);
+        this.sweeper = new Sweeper(purchases, purchase.sweepBatch(), abandonedAge, clock);
         this.reconciler = new Reconciler(purchases, payments, reconcile, clock);
-        this.sweepInterval = sweep.interval();
+        this.sweepInterval = purchase.sweepInterval();
         this.reconcileInterval = reconcile.interval();
     }
 

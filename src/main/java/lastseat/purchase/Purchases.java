@@ -51,12 +51,15 @@ public final class Purchases {
     private final Database db;
     private final Inventory inventory;
     private final Clock clock;
+    private final Duration holdTtl;
     private final Duration settleTime;
 
-    public Purchases(Database db, Inventory inventory, Clock clock, Duration settleTime) {
+    /** {@code holdTtl}: {@code purchase.hold-ttl}; {@code settleTime}: {@code reconcile.settle-time}. */
+    public Purchases(Database db, Inventory inventory, Clock clock, Duration holdTtl, Duration settleTime) {
         this.db = db;
         this.inventory = inventory;
         this.clock = clock;
+        this.holdTtl = holdTtl;
         this.settleTime = settleTime;
     }
 
@@ -85,7 +88,7 @@ public final class Purchases {
     public Hold reserve(Order order) {
         String purchaseId = UUID.randomUUID().toString();
         // Milliseconds: what the database stores and every later read shows, so answers agree byte for byte.
-        Instant expiresAt = clock.instant().plus(inventory.config().holdTtl()).truncatedTo(ChronoUnit.MILLIS);
+        Instant expiresAt = clock.instant().plus(holdTtl).truncatedTo(ChronoUnit.MILLIS);
         Inventory.Claim claim = db.inTransaction(c -> {
             for (String expired : inventory.expiredHoldsOn(c, order)) {
                 // Refused means somebody else moved it first: its seats are back or never will be, either way not ours to take.

@@ -1,5 +1,6 @@
 package lastseat.purchase;
 
+import lastseat.config.ReconcileConfig;
 import lastseat.payment.Charge;
 import lastseat.payment.PaymentGateway;
 import lastseat.payment.PaymentOrder;

@@ -8,7 +8,8 @@ import java.util.logging.Logger;
 /**
  * The sweeper, one background job per instance ({@code purchase.sweep-interval}): expires holds past
  * their expiry (HELD → EXPIRED, seats back) and finishes purchases a stopped process left (still
- * HELD or PAYING {@code abandoned-after} past their deadline: HELD → RELEASED, PAYING →
+ * HELD or PAYING {@code abandonedAge} after their last move, the deadline plus
+ * {@code purchase.abandoned-after}: HELD → RELEASED, PAYING →
  * PAYMENT_UNKNOWN for the reconciler). The first sweep runs at start-up, which is the crash recovery.
  *
  * <p>Contract: every move is the state machine's compare-and-set, so sweepers on several instances
@@ -19,25 +20,25 @@ import java.util.logging.Logger;
 final class Sweeper {
     private static final Logger LOG = Logger.getLogger(Sweeper.class.getName());
     private final Purchases purchases;
-    private final SweepConfig config;
-    private final Duration deadline;
+    private final int batch;
+    private final Duration abandonedAge;
     private final Clock clock;
 
-    Sweeper(Purchases purchases, SweepConfig config, Duration deadline, Clock clock) {
+    Sweeper(Purchases purchases, int batch, Duration abandonedAge, Clock clock) {
         this.purchases = purchases;
-        this.config = config;
-        this.deadline = deadline;
+        this.batch = batch;
+        this.abandonedAge = abandonedAge;
         this.clock = clock;
     }
 
     /** One sweep; returns how many purchases it moved. */
     int sweep() {
         int moved = 0;
-        for (String id : purchases.dueToExpire(config.batch())) {
+        for (String id : purchases.dueToExpire(batch)) {
             moved += purchases.expire(id) instanceof Purchases.Moved.Done ? 1 : 0;
         }
-        Instant cutoff = clock.instant().minus(deadline).minus(config.abandonedAfter());
-        for (String id : purchases.abandoned(cutoff, config.batch())) {
+        Instant cutoff = clock.instant().minus(abandonedAge);
+        for (String id : purchases.abandoned(cutoff, batch)) {
             var recovered = purchases.recover(id, cutoff);
             if (recovered.isPresent()) {
                 LOG.info("recovered purchase " + id + " left by a stopped process: now " + recovered.get());

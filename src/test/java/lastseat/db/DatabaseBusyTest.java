@@ -1,5 +1,6 @@
 package lastseat.db;
 
+import lastseat.config.DbConfig;
 import lastseat.web.Problem;
 import org.junit.jupiter.api.Test;
 

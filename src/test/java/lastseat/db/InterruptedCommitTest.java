@@ -1,5 +1,6 @@
 package lastseat.db;
 
+import lastseat.config.DbConfig;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;

@@ -1,5 +1,6 @@
 package lastseat.db;
 
+import lastseat.config.DbConfig;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;

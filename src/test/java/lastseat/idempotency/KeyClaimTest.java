@@ -1,7 +1,7 @@
 package lastseat.idempotency;
 
+import lastseat.config.DbConfig;
 import lastseat.db.Database;
-import lastseat.db.DbConfig;
 import lastseat.db.Sql;
 import lastseat.purchase.PurchaseState;
 import lastseat.support.TestClock;

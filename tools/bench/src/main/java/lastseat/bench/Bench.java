@@ -94,7 +94,6 @@ public final class Bench {
             scenarios.put("latency", bench::latency);
             scenarios.put("overload", bench::overload);
             scenarios.put("hot-event", bench::hotEvent);
-            scenarios.put("threads", bench::threads);
             scenarios.put("databases", bench::databases);
             scenarios.put("memory", bench::memory);
             for (var scenario : scenarios.entrySet()) {
@@ -115,37 +114,29 @@ public final class Bench {
 
     // --- the scenarios ---
 
-    /** p50/p99 at 200 buyers in flight, fraud 100 ms, tax 150 ms, payment 200 ms; checks side by side, then one after the other. */
+    /**
+     * p50/p99 at 200 buyers in flight, fraud 100 ms, tax 150 ms, payment 200 ms. (The comparison with the
+     * checks one after the other was measured once and removed with the product's sequential mode:
+     * docs/BENCHMARKS.md.)
+     */
     private void latency() throws Exception {
         stub(100, 150, 200);
         double rate = smoke ? 20 : 200 / 0.35;
         Duration length = seconds(smoke ? 1 : 5);
         Map<String, String> settings = Map.of("payment.permits", "1000", "purchase.max-in-flight", "5000");
-        Map<String, String> sequential = new LinkedHashMap<>(settings);
-        sequential.put("checks.mode", "sequential");
         // At a pace this machine sustains (about 15 in flight), the figures show the path itself.
         double easy = smoke ? 10 : 40;
         Histogram calmParallel = latencyRun(settings, easy, length, "parallel at " + (int) easy + "/s");
-        Histogram calmSequential = latencyRun(sequential, easy, length, "sequential at " + (int) easy + "/s");
         add("p50 purchase latency at " + (int) easy + "/s, checks side by side", ms(calmParallel.getValueAtPercentile(50)),
             "critical path 350 ms", ratio(calmParallel.getValueAtPercentile(50) / 1000.0 / 350));
         add("p99 purchase latency at " + (int) easy + "/s, checks side by side", ms(calmParallel.getValueAtPercentile(99)),
             "critical path 350 ms", ratio(calmParallel.getValueAtPercentile(99) / 1000.0 / 350));
-        add("p50 purchase latency at " + (int) easy + "/s, checks one after the other", ms(calmSequential.getValueAtPercentile(50)),
-            "fraud + tax + payment 450 ms", ratio(calmSequential.getValueAtPercentile(50) / 1000.0 / 450));
-        add("p50 side by side / one after the other, at " + (int) easy + "/s", "", "350 / 450 = 0.78",
-            ratio((double) calmParallel.getValueAtPercentile(50) / calmSequential.getValueAtPercentile(50)));
         Histogram parallel = latencyRun(settings, rate, length, "parallel");
-        Histogram oneByOne = latencyRun(sequential, rate, length, "sequential");
         double path = 350;
         add("p50 purchase latency, 200 in flight, checks side by side", ms(parallel.getValueAtPercentile(50)), "critical path 350 ms",
             ratio(parallel.getValueAtPercentile(50) / 1000.0 / path));
         add("p99 purchase latency, same run", ms(parallel.getValueAtPercentile(99)), "critical path 350 ms",
             ratio(parallel.getValueAtPercentile(99) / 1000.0 / path));
-        add("p50 purchase latency, checks one after the other", ms(oneByOne.getValueAtPercentile(50)), "fraud + tax + payment 450 ms",
-            ratio(oneByOne.getValueAtPercentile(50) / 1000.0 / 450));
-        add("p50 side by side / p50 one after the other", "", "350 / 450 = 0.78",
-            ratio((double) parallel.getValueAtPercentile(50) / oneByOne.getValueAtPercentile(50)));
     }
 
     private Histogram latencyRun(Map<String, String> settings, double rate, Duration length, String label) throws Exception {
@@ -242,22 +233,6 @@ public final class Bench {
             }
         }
         return seats / ((System.nanoTime() - start) / 1e9);
-    }
-
-    /** 2,000 buyers in flight, stubs 100 ms: requests handled on virtual threads, then on a 200-thread platform pool. */
-    private void threads() throws Exception {
-        stub(100, 100, 100);
-        int buyers = smoke ? 20 : 2000;
-        int purchases = smoke ? 40 : 3000;
-        Map<String, String> base = Map.of("payment.permits", "1000", "purchase.max-in-flight", "5000", "purchase.deadline", "5s",
-                                          "payment.max-wait", "5s", "db.pool-size", "32", "purchase.shed-after", "5s");
-        double virtual = throughput(base, buyers, purchases, "virtual");
-        Map<String, String> pool = new LinkedHashMap<>(base);
-        pool.put("purchase.platform-threads", "200");
-        double platform = throughput(pool, buyers, purchases, "platform-200");
-        add("purchases/s, 2,000 in flight, stubs 100 ms, virtual threads", String.format(Locale.ROOT, "%.0f/s", virtual), "", "");
-        add("purchases/s, same, a 200-thread platform pool", String.format(Locale.ROOT, "%.0f/s", platform), "virtual threads",
-            ratio(platform / virtual));
     }
 
     /** Confirmed purchases per second with {@code buyers} buying at once (each buys again as soon as answered). */

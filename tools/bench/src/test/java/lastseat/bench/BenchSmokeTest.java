@@ -17,7 +17,7 @@ class BenchSmokeTest {
         String table = Bench.run(true, List.of());
 
         assertThat(table).startsWith("| figure | value | limit it is compared with | ratio |");
-        assertThat(table.lines().count()).as(table).isGreaterThanOrEqualTo(2 + 14);
-        assertThat(table).contains("p50 purchase latency", "Little's law", "raw JDBC", "platform pool", "H2 memory", "RSS");
+        assertThat(table.lines().count()).as(table).isGreaterThanOrEqualTo(2 + 13);
+        assertThat(table).contains("p50 purchase latency", "Little's law", "raw JDBC", "H2 memory", "RSS");
     }
 }

@@ -1,0 +1,92 @@
+package lastseat.config;
+
+import io.helidon.config.Config;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * lastseat's whole configuration, one section per top-level key of {@code application.yaml} (which
+ * documents every key and its default). {@link #from(Config)} is the one entry point: each section
+ * reads its own keys, each key once, and checks their ranges and formats when it is made. The rules
+ * between keys are all in {@code checkAcross}, and the values derived from several keys are the
+ * methods below, so no consumer combines keys itself. A configuration that exists is valid: a bad
+ * value stops start-up, before anything opens, with one sentence naming the key.
+ *
+ * <p>Not here: {@code server}, read by Helidon's own {@code WebServer} builder.
+ *
+ * <p>Hazard: the purchase's bounds hang together (the deadline caps the shedding point and the
+ * payment wait; the age of an abandoned purchase is what the sweeper, the idempotency keys and the
+ * invariant check must agree on). A consumer that reads a key itself, or adds two durations itself,
+ * can drift from the others; take the value from here.
+ */
+public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, OutsideConfig outside, ChecksConfig checks,
+                             PaymentConfig payment, ReconcileConfig reconcile, OutboxConfig outbox, DbConfig db,
+                             DrillsConfig drills, DemoConfig demo) {
+    /** What a purchase needs past its deadline to write its outcome: the slack of I5, and some. */
+    static final Duration ANSWER_SLACK = Duration.ofMillis(500);
+
+    public LastseatConfig {
+        Objects.requireNonNull(purchase, "purchase");
+        Objects.requireNonNull(events, "events");
+        Objects.requireNonNull(outside, "outside");
+        Objects.requireNonNull(checks, "checks");
+        Objects.requireNonNull(payment, "payment");
+        Objects.requireNonNull(reconcile, "reconcile");
+        Objects.requireNonNull(outbox, "outbox");
+        Objects.requireNonNull(db, "db");
+        Objects.requireNonNull(drills, "drills");
+        Objects.requireNonNull(demo, "demo");
+        checkAcross(purchase, payment, reconcile, outbox);
+    }
+
+    /** Reads and checks every section; throws {@link IllegalStateException} naming the first bad key. */
+    public static LastseatConfig from(Config config) {
+        return read(new Reader(config));
+    }
+
+    static LastseatConfig read(Reader keys) {
+        return new LastseatConfig(PurchaseConfig.read(keys), EventsConfig.read(keys), OutsideConfig.read(keys),
+                                  ChecksConfig.read(keys), PaymentConfig.read(keys), ReconcileConfig.read(keys),
+                                  OutboxConfig.read(keys), DbConfig.read(keys), DrillsConfig.read(keys), DemoConfig.read(keys));
+    }
+
+    /** Every rule that involves more than one key. */
+    private static void checkAcross(PurchaseConfig purchase, PaymentConfig payment, ReconcileConfig reconcile,
+                                    OutboxConfig outbox) {
+        // A purchase shed later than its deadline is never shed: it has already been answered 504.
+        Check.notLonger("purchase.shed-after", purchase.shedAfter(), "purchase.deadline", purchase.deadline());
+        // The remaining deadline cuts the wait anyway; a longer setting only promises what never happens.
+        Check.notLonger("payment.max-wait", payment.maxWait(), "purchase.deadline", purchase.deadline());
+        // A cap below the first pause would silently make every pause the cap: the backoff would not back off.
+        Check.notShorter("reconcile.max-backoff", reconcile.maxBackoff(), "reconcile.backoff", reconcile.backoff());
+        Check.notShorter("outbox.max-backoff", outbox.maxBackoff(), "outbox.backoff", outbox.backoff());
+    }
+
+    /**
+     * The age past which a purchase still HELD or PAYING was left by a process that stopped:
+     * {@code purchase.deadline + purchase.abandoned-after}. The sweeper recovers it from then on, and
+     * an Idempotency-Key claimed that long ago and never answered may be taken over by a retry.
+     */
+    public Duration abandonedAge() {
+        return purchase.deadline().plus(purchase.abandonedAfter());
+    }
+
+    /** How long past its due moment a purchase may wait for the sweeper to reach it: two sweep intervals. */
+    public Duration sweepGrace() {
+        return purchase.sweepInterval().multipliedBy(2);
+    }
+
+    /** How long a purchase may stay HELD or PAYING before recovery must have moved it (I4): the abandoned age and the sweeper's grace. */
+    public Duration recoveredWithin() {
+        return abandonedAge().plus(sweepGrace());
+    }
+
+    /**
+     * How long a stopping server waits for the requests in flight: every purchase's deadline and the
+     * slack to write its outcome. Set on the server, not configured: it follows the deadline.
+     */
+    public Duration drainPeriod() {
+        return purchase.deadline().plus(ANSWER_SLACK);
+    }
+}

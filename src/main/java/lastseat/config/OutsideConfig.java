@@ -1,0 +1,37 @@
+package lastseat.config;
+
+import java.time.Duration;
+
+/**
+ * The {@code outside} section: limits for every call to the outside world. {@code callTimeout} caps
+ * one call even when the purchase deadline would allow more. A call made under a deadline times out
+ * at the deadline plus {@code deadlineBackstop}: the scope's deadline, which interrupts the call,
+ * decides first, and the call's own timeout only catches a call that would not stop.
+ *
+ * @param baseUrl          {@code outside.base-url}: where fraud, tax, payment and email answer (kept without
+ *                         a trailing slash)
+ * @param connectTimeout   {@code outside.connect-timeout}
+ * @param callTimeout      {@code outside.call-timeout}
+ * @param deadlineBackstop {@code outside.deadline-backstop}
+ * @param maxResponseBytes {@code outside.max-response-bytes}: the largest answer body read from an outside service
+ */
+public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration callTimeout, Duration deadlineBackstop,
+                            int maxResponseBytes) {
+
+    public OutsideConfig {
+        baseUrl = Check.httpUrl("outside.base-url", baseUrl);
+        Check.between("outside.connect-timeout", connectTimeout, Duration.ofMillis(10), Duration.ofSeconds(30));
+        Check.between("outside.call-timeout", callTimeout, Duration.ofMillis(10), Duration.ofSeconds(60));
+        Check.between("outside.deadline-backstop", deadlineBackstop, Duration.ZERO, Duration.ofSeconds(10));
+        Check.between("outside.max-response-bytes", maxResponseBytes, 256, 10 * 1024 * 1024);
+    }
+
+    static OutsideConfig read(Reader keys) {
+        return new OutsideConfig(
+                keys.string("outside.base-url", "http://127.0.0.1:8089"),
+                keys.duration("outside.connect-timeout"),
+                keys.duration("outside.call-timeout"),
+                keys.duration("outside.deadline-backstop"),
+                keys.integer("outside.max-response-bytes"));
+    }
+}

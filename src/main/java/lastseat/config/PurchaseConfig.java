@@ -1,0 +1,59 @@
+package lastseat.config;
+
+import java.time.Duration;
+
+/**
+ * The {@code purchase} section: one purchase's time and size limits, and the sweeper that ends the
+ * purchases nobody else will. Each value is checked against its range here, when the record is made;
+ * how it relates to other keys (shed-after within the deadline, the age of an abandoned purchase) is
+ * {@link LastseatConfig}'s.
+ *
+ * @param deadline       {@code purchase.deadline}: from a purchase's arrival to its answer (I5)
+ * @param holdTtl        {@code purchase.hold-ttl}: how long a hold lasts before the sweeper may expire it
+ * @param maxSeats       {@code purchase.max-seats}: seats one purchase may take
+ * @param maxBodyBytes   {@code purchase.max-body-bytes}: the largest {@code POST /purchases} body
+ * @param reserveRounds  {@code purchase.reserve-rounds}: rounds a quantity purchase makes to find free seats
+ *                       when others take its candidates first
+ * @param retryAfter     {@code purchase.retry-after}: the {@code Retry-After} of every 503 about a purchase
+ * @param sweepInterval  {@code purchase.sweep-interval}: how often the sweeper runs
+ * @param sweepBatch     {@code purchase.sweep-batch}: purchases one sweep moves at most, of each kind
+ * @param abandonedAfter {@code purchase.abandoned-after}: how long after its deadline a purchase still HELD
+ *                       or PAYING counts as left by a process that stopped
+ * @param shedAfter      {@code purchase.shed-after}: a purchase that waited longer than this before it could
+ *                       reserve is answered 503 instead (overload)
+ * @param maxInFlight    {@code purchase.max-in-flight}: purchases this process runs at once (per instance:
+ *                       every instance counts only its own)
+ */
+public record PurchaseConfig(Duration deadline, Duration holdTtl, int maxSeats, int maxBodyBytes, int reserveRounds,
+                             Duration retryAfter, Duration sweepInterval, int sweepBatch, Duration abandonedAfter,
+                             Duration shedAfter, int maxInFlight) {
+
+    public PurchaseConfig {
+        Check.between("purchase.deadline", deadline, Duration.ofMillis(50), Duration.ofSeconds(30));
+        Check.between("purchase.hold-ttl", holdTtl, Duration.ofMillis(100), Duration.ofHours(1));
+        Check.between("purchase.max-seats", maxSeats, 1, 100);
+        Check.between("purchase.max-body-bytes", maxBodyBytes, 256, 1024 * 1024);
+        Check.between("purchase.reserve-rounds", reserveRounds, 1, 10);
+        Check.between("purchase.retry-after", retryAfter, Duration.ofSeconds(1), Duration.ofMinutes(10));
+        Check.between("purchase.sweep-interval", sweepInterval, Duration.ofMillis(10), Duration.ofMinutes(10));
+        Check.between("purchase.sweep-batch", sweepBatch, 1, 10_000);
+        Check.between("purchase.abandoned-after", abandonedAfter, Duration.ofMillis(100), Duration.ofHours(1));
+        Check.between("purchase.shed-after", shedAfter, Duration.ZERO, Duration.ofSeconds(30));
+        Check.between("purchase.max-in-flight", maxInFlight, 1, 100_000);
+    }
+
+    static PurchaseConfig read(Reader keys) {
+        return new PurchaseConfig(
+                keys.duration("purchase.deadline"),
+                keys.duration("purchase.hold-ttl"),
+                keys.integer("purchase.max-seats"),
+                keys.integer("purchase.max-body-bytes"),
+                keys.integer("purchase.reserve-rounds"),
+                keys.duration("purchase.retry-after"),
+                keys.duration("purchase.sweep-interval"),
+                keys.integer("purchase.sweep-batch"),
+                keys.duration("purchase.abandoned-after"),
+                keys.duration("purchase.shed-after"),
+                keys.integer("purchase.max-in-flight"));
+    }
+}
