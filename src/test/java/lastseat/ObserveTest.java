@@ -1,9 +1,10 @@
 package lastseat;
 
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.UUID;
 
@@ -11,11 +12,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** What an operator sees: health with the database check, metrics with purchases, permits and pool. */
 class ObserveTest {
-    private final TestApp app = TestApp.shared();
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.shared();
 
     @Test
     void healthIsUpWithTheDatabaseCheck() {
-        Client.Answer health = app.client.get("/observe/health");
+        Answer health = app.client().get("/observe/health");
 
         assertThat(health.status()).isEqualTo(200);
         assertThat(health.json().path("status").asText()).isEqualTo("UP");
@@ -26,10 +28,10 @@ class ObserveTest {
     @Test
     void metricsCountPurchasesByStatusAndShowFreePermitsAndBusyConnections() {
         String event = app.newEvent("A1");
-        app.client.purchase(UUID.randomUUID().toString(), event, "A1");
-        app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
+        app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
-        String metrics = app.client.get("/observe/metrics").body();
+        String metrics = app.client().metrics();
 
         assertThat(metrics).containsPattern("lastseat_purchases_total\\{[^}]*status=\"201\"[^}]*} [1-9]")
                            .containsPattern("lastseat_purchases_total\\{[^}]*status=\"409\"[^}]*} [1-9]")

@@ -1,14 +1,14 @@
 package lastseat.drill;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -20,11 +20,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 class StampedeTest {
     private static final int BUYERS = 200;
 
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.shared();
+
     @Test
     void unsafeBookingTellsManyBuyersTheyHaveTheOneSeat() {
-        TestApp app = TestApp.shared();
-
-        JsonNode report = stampede(app, "unsafe", BUYERS);
+        JsonNode report = stampede("unsafe", BUYERS);
 
         assertThat(report.path("doubleCount").asInt()).as("the race happened").isGreaterThanOrEqualTo(1);
         List<String> toldYes = names(report.path("perSeat").path("A1").path("toldYes"));
@@ -36,9 +37,7 @@ class StampedeTest {
 
     @Test
     void safeBookingSellsTheSeatOnceUnderTheSameRace() {
-        TestApp app = TestApp.shared();
-
-        JsonNode report = stampede(app, "safe", BUYERS);
+        JsonNode report = stampede("safe", BUYERS);
 
         assertThat(report.path("doubleCount").asInt()).isZero();
         assertThat(report.path("confirmed").asInt()).isEqualTo(1);
@@ -57,10 +56,8 @@ class StampedeTest {
 
     @Test
     void severalSeatsAreEachSoldOnce() {
-        TestApp app = TestApp.shared();
-
-        JsonNode safe = stampede(app, "safe", 60, 3);
-        JsonNode unsafe = stampede(app, "unsafe", 60, 3);
+        JsonNode safe = stampede("safe", 60, 3);
+        JsonNode unsafe = stampede("unsafe", 60, 3);
 
         assertThat(safe.path("confirmed").asInt()).isEqualTo(3);
         assertThat(safe.path("doubleCount").asInt()).isZero();
@@ -70,49 +67,31 @@ class StampedeTest {
 
     @Test
     void aBadStampedeRequestIsRefusedAndCreatesNothing() {
-        TestApp app = TestApp.shared();
-        long events = app.db.count("SELECT COUNT(*) FROM events");
+        long events = app.db().count("SELECT COUNT(*) FROM events");
 
-        List<Client.Answer> answers = List.of(
-                app.client.post("/drills/stampede", null, "{\"mode\":\"maybe\",\"buyers\":10}"),
-                app.client.post("/drills/stampede", null, "{\"mode\":\"safe\",\"buyers\":1}"),
-                app.client.post("/drills/stampede", null, "{\"mode\":\"safe\",\"buyers\":1000000}"),
-                app.client.post("/drills/stampede", null, "{\"mode\":\"safe\",\"buyers\":10,\"seats\":10}"),
-                app.client.post("/drills/stampede", null, "{\"mode\":\"safe\",\"buyers\":10,\"color\":\"red\"}"),
-                app.client.post("/drills/stampede", null, "{\"mode\":"));
+        List<Answer> answers = List.of(
+                app.client().post("/drills/stampede", null, "{\"mode\":\"maybe\",\"buyers\":10}"),
+                app.client().post("/drills/stampede", null, "{\"mode\":\"safe\",\"buyers\":1}"),
+                app.client().post("/drills/stampede", null, "{\"mode\":\"safe\",\"buyers\":1000000}"),
+                app.client().post("/drills/stampede", null, "{\"mode\":\"safe\",\"buyers\":10,\"seats\":10}"),
+                app.client().post("/drills/stampede", null, "{\"mode\":\"safe\",\"buyers\":10,\"color\":\"red\"}"),
+                app.client().post("/drills/stampede", null, "{\"mode\":"));
 
         assertThat(answers).allSatisfy(a -> {
             assertThat(a.status()).as(a.toString()).isEqualTo(400);
             assertThat(a.header("Content-Type")).isEqualTo("application/problem+json");
         });
         assertThat(answers.getFirst().json().path("detail").asText()).contains("unsafe").contains("safe");
-        assertThat(app.db.count("SELECT COUNT(*) FROM events")).isEqualTo(events);
+        assertThat(app.db().count("SELECT COUNT(*) FROM events")).isEqualTo(events);
         Invariants.resourcesCameBack(app);
     }
 
-    @Test
-    void theDrillsAreOffUnlessEnabled() {
-        try (TestApp app = TestApp.start(Map.of("drills.enabled", "false"))) {
-            long events = app.db.count("SELECT COUNT(*) FROM events");
-
-            Client.Answer stampede = app.client.post("/drills/stampede", null, "{\"mode\":\"unsafe\",\"buyers\":10}");
-            Client.Answer invariants = app.client.get("/drills/invariants?event=x");
-
-            assertThat(stampede.status()).isEqualTo(404);
-            assertThat(stampede.json().path("type").asText()).isEqualTo("urn:lastseat:problem:drills-disabled");
-            assertThat(invariants.status()).isEqualTo(404);
-            assertThat(app.db.count("SELECT COUNT(*) FROM events")).isEqualTo(events);
-            Invariants.resourcesCameBack(app);
-        }
+    private static JsonNode stampede(String mode, int buyers) {
+        return stampede(mode, buyers, 1);
     }
 
-    private static JsonNode stampede(TestApp app, String mode, int buyers) {
-        return stampede(app, mode, buyers, 1);
-    }
-
-    private static JsonNode stampede(TestApp app, String mode, int buyers, int seats) {
-        Client.Answer answer = app.client.post("/drills/stampede", null,
-                "{\"mode\":\"" + mode + "\",\"buyers\":" + buyers + ",\"seats\":" + seats + "}");
+    private static JsonNode stampede(String mode, int buyers, int seats) {
+        Answer answer = app.client().stampede(mode, buyers, seats);
         assertThat(answer.status()).as(answer.toString()).isEqualTo(200);
         return answer.json();
     }

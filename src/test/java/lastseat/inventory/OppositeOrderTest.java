@@ -3,11 +3,10 @@ package lastseat.inventory;
 import lastseat.db.Database;
 import lastseat.db.DatabaseException;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
 import lastseat.testkit.Together;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -50,17 +49,8 @@ class OppositeOrderTest {
     /** Chosen as deadlock victim (H2 40001, PostgreSQL 40P01) or gave up waiting for a row (H2 HYT00, PostgreSQL 55P03). */
     private static final List<String> LOCK_TROUBLE = List.of("40001", "40P01", "HYT00", "55P03");
 
-    private static TestApp app;
-
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("db.lock-timeout", "500ms"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("db.lock-timeout", "500ms"));
 
     @Test
     void claimingInRequestOrderInOneTransactionDeadlocksWhenTwoBuyersAskInOppositeOrder() {
@@ -137,7 +127,7 @@ class OppositeOrderTest {
                     });
             assertThat(heldBy(event)).as("round %d: both seats held by the winner's purchase, none by the loser", round)
                     .isEqualTo(Map.of("A1", winner.purchaseId(), "A2", winner.purchaseId()));
-            assertThat(app.db.strings("SELECT id || ' ' || state FROM purchases WHERE event_id = ?", event))
+            assertThat(app.db().strings("SELECT id || ' ' || state FROM purchases WHERE event_id = ?", event))
                     .as("round %d: the winner's purchase is the only one written", round)
                     .containsExactly(winner.purchaseId() + " HELD");
         }

@@ -1,7 +1,6 @@
 package lastseat.outbox;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import io.helidon.webserver.WebServer;
 import lastseat.config.DbConfig;
 import lastseat.config.OutboxConfig;
@@ -9,6 +8,8 @@ import lastseat.config.OutsideConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.outside.OutsideHttp;
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 import lastseat.testkit.Together;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
@@ -18,9 +19,6 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -36,11 +34,9 @@ import static org.assertj.core.api.Assertions.assertThat;
  * — money owed to a buyer — queued again by an operator's hand, once.
  */
 class OutboxRoutesTest {
-    private static final ObjectMapper JSON = new ObjectMapper();
-    private static final HttpClient CLIENT = HttpClient.newHttpClient();
-
     private static Database db;
     private static WebServer server;
+    private static LastseatClient client;
 
     @BeforeAll
     static void start() {
@@ -56,6 +52,7 @@ class OutboxRoutesTest {
                 })
                 .build()
                 .start();
+        client = new LastseatClient(URI.create("http://127.0.0.1:" + server.port()));
     }
 
     @AfterAll
@@ -78,11 +75,11 @@ class OutboxRoutesTest {
         db.inTransaction(c -> Sql.update(c, "UPDATE outbox SET state = 'DEAD', attempts = 20, last_error = 'gave up' "
                                             + "WHERE purchase_id = ?", purchase));
 
-        HttpResponse<String> answer = get("/outbox?state=dead");
+        Answer answer = client.get("/outbox?state=dead");
 
-        assertThat(answer.statusCode()).isEqualTo(200);
-        assertThat(answer.headers().firstValue("Content-Type")).hasValue("application/json");
-        JsonNode body = JSON.readTree(answer.body());
+        assertThat(answer.status()).isEqualTo(200);
+        assertThat(answer.header("Content-Type")).isEqualTo("application/json");
+        JsonNode body = answer.json();
         assertThat(body.path("state").asText()).isEqualTo("DEAD");
         assertThat(body.path("count").asInt()).isEqualTo(1);
         assertThat(body.path("limit").asInt()).isEqualTo(100);
@@ -107,7 +104,7 @@ class OutboxRoutesTest {
             queue(UUID.randomUUID().toString(), "confirmation-email", written.plusMillis(i));
         }
 
-        JsonNode body = JSON.readTree(get("/outbox?state=PENDING").body());
+        JsonNode body = client.outbox("PENDING");
 
         assertThat(body.path("state").asText()).isEqualTo("PENDING");
         assertThat(body.path("count").asInt()).isEqualTo(105);
@@ -118,15 +115,15 @@ class OutboxRoutesTest {
 
     @Test
     void anUnknownOrMissingStateIsABadRequestProblem() throws Exception {
-        HttpResponse<String> unknown = get("/outbox?state=lost");
-        HttpResponse<String> missing = get("/outbox");
+        Answer unknown = client.get("/outbox?state=lost");
+        Answer missing = client.get("/outbox");
 
-        assertThat(unknown.statusCode()).isEqualTo(400);
-        assertThat(unknown.headers().firstValue("Content-Type")).hasValue("application/problem+json");
-        assertThat(JSON.readTree(unknown.body()).path("type").asText()).isEqualTo("urn:lastseat:problem:invalid-parameter");
-        assertThat(JSON.readTree(unknown.body()).path("detail").asText()).contains("'lost'");
-        assertThat(missing.statusCode()).isEqualTo(400);
-        assertThat(JSON.readTree(missing.body()).path("type").asText()).isEqualTo("urn:lastseat:problem:missing-parameter");
+        assertThat(unknown.status()).isEqualTo(400);
+        assertThat(unknown.header("Content-Type")).isEqualTo("application/problem+json");
+        assertThat(unknown.json().path("type").asText()).isEqualTo("urn:lastseat:problem:invalid-parameter");
+        assertThat(unknown.json().path("detail").asText()).contains("'lost'");
+        assertThat(missing.status()).isEqualTo(400);
+        assertThat(missing.json().path("type").asText()).isEqualTo("urn:lastseat:problem:missing-parameter");
         assertThat(db.activeConnections()).isZero();
     }
 
@@ -136,14 +133,14 @@ class OutboxRoutesTest {
         queue(purchase, "refund", Instant.now().minus(Duration.ofDays(2)));
         db.inTransaction(c -> Sql.update(c, "UPDATE outbox SET state = 'DEAD', attempts = 20, last_error = 'HTTP 400' "
                                             + "WHERE purchase_id = ?", purchase));
-        String id = JSON.readTree(get("/outbox?state=dead").body()).path("items").get(0).path("id").asText();
+        String id = client.outbox("dead").path("items").get(0).path("id").asText();
         assertThat(OutboxQuery.deadRefunds(db)).as("counted for the gauge lastseat_refunds_dead").isEqualTo(1.0);
 
-        List<HttpResponse<String>> retries = Together.run(2, i -> post("/outbox/" + id + "/retry"));
+        List<Answer> retries = Together.run(2, i -> client.retryOutbox(id));
 
-        assertThat(retries).extracting(HttpResponse::statusCode).as("two operators at once: one queues it")
+        assertThat(retries).extracting(Answer::status).as("two operators at once: one queues it")
                 .containsExactlyInAnyOrder(200, 409);
-        JsonNode queued = JSON.readTree(retries.stream().filter(r -> r.statusCode() == 200).findFirst().orElseThrow().body());
+        JsonNode queued = retries.stream().filter(r -> r.status() == 200).findFirst().orElseThrow().json();
         assertThat(queued.path("idempotencyKey").asText()).isEqualTo(purchase + ":refund");
         assertThat(queued.path("attempts").asInt()).isZero();
         assertThat(queued.path("lastError").asText()).startsWith("retried by an operator after: HTTP 400");
@@ -159,15 +156,15 @@ class OutboxRoutesTest {
     void retryingARowThatIsNotDeadOrDoesNotExistChangesNothing() throws Exception {
         String purchase = UUID.randomUUID().toString();
         queue(purchase, "refund", Instant.now());
-        String id = JSON.readTree(get("/outbox?state=pending").body()).path("items").get(0).path("id").asText();
+        String id = client.outbox("pending").path("items").get(0).path("id").asText();
 
-        HttpResponse<String> pending = post("/outbox/" + id + "/retry");
-        HttpResponse<String> unknown = post("/outbox/" + UUID.randomUUID() + "/retry");
+        Answer pending = client.retryOutbox(id);
+        Answer unknown = client.retryOutbox(UUID.randomUUID().toString());
 
-        assertThat(pending.statusCode()).isEqualTo(409);
-        assertThat(JSON.readTree(pending.body()).path("type").asText()).isEqualTo("urn:lastseat:problem:outbox-row-not-dead");
-        assertThat(JSON.readTree(pending.body()).path("state").asText()).isEqualTo("PENDING");
-        assertThat(unknown.statusCode()).isEqualTo(404);
+        assertThat(pending.status()).isEqualTo(409);
+        assertThat(pending.json().path("type").asText()).isEqualTo("urn:lastseat:problem:outbox-row-not-dead");
+        assertThat(pending.json().path("state").asText()).isEqualTo("PENDING");
+        assertThat(unknown.status()).isEqualTo(404);
         assertThat(db.read(c -> Sql.list(c, "SELECT attempts FROM outbox WHERE id = ?", rs -> rs.getInt(1), id)).getFirst()).isZero();
         assertThat(db.activeConnections()).isZero();
     }
@@ -181,29 +178,10 @@ class OutboxRoutesTest {
                                 Clock.systemUTC());
     }
 
-    private static HttpResponse<String> post(String path) {
-        try {
-            return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
-                                       .timeout(Duration.ofSeconds(10)).POST(HttpRequest.BodyPublishers.noBody()).build(),
-                               HttpResponse.BodyHandlers.ofString());
-        } catch (java.io.IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
-    }
-
     private static void queue(String purchase, String kind, Instant at) {
         db.inTransaction(c -> {
             Outbox.add(c, kind, purchase, "{\"to\":\"ada@example.com\"}", at);
             return null;
         });
-    }
-
-    private static HttpResponse<String> get(String path) throws Exception {
-        return CLIENT.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + server.port() + path))
-                                   .timeout(Duration.ofSeconds(10)).GET().build(),
-                           HttpResponse.BodyHandlers.ofString());
     }
 }

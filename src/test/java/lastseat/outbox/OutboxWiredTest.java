@@ -1,10 +1,11 @@
 package lastseat.outbox;
 
-import lastseat.testkit.Ledger;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
+import lastseat.testkit.Ledger;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
 import java.util.Map;
@@ -17,35 +18,35 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** The worker Services starts: a confirmation email is sent by itself, a dead one shows on /outbox and in the metrics. */
 class OutboxWiredTest {
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("outbox.interval", "50ms", "outbox.backoff", "50ms",
+                                                           "outbox.max-backoff", "100ms", "outbox.max-attempts", "2"));
 
     @Test
     void theAppsWorkerSendsTheEmailAndADeadRowShowsOnOutboxAndInTheMetrics() throws Exception {
-        try (TestApp app = TestApp.start(Map.of("outbox.interval", "50ms", "outbox.backoff", "50ms",
-                                                "outbox.max-backoff", "100ms", "outbox.max-attempts", "2"))) {
-            String sent = purchase(app);
-            await(() -> Ledger.emails().stream().anyMatch(d -> d.key().equals(sent + ":confirmation-email")), "email sent");
-            app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1).willReturn(aResponse().withStatus(500)));
-            String dead = purchase(app);
-            await(() -> app.client.get("/outbox?state=dead").json().path("count").asInt() == 1, "one dead row");
+        String sent = purchase();
+        await(() -> Ledger.emails().stream().anyMatch(d -> d.key().equals(sent + ":confirmation-email")), "email sent");
+        app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1).willReturn(aResponse().withStatus(500)));
+        String dead = purchase();
+        await(() -> app.client().outbox("dead").path("count").asInt() == 1, "one dead row");
 
-            Client.Answer listing = app.client.get("/outbox?state=dead");
-            Client.Answer bad = app.client.get("/outbox?state=nope");
-            Client.Answer metrics = app.client.get("/observe/metrics");
+        Answer listing = app.client().get("/outbox?state=dead");
+        Answer bad = app.client().get("/outbox?state=nope");
+        String metrics = app.client().metrics();
 
-            assertThat(listing.status()).isEqualTo(200);
-            assertThat(listing.json().path("items").get(0).path("purchaseId").asText()).isEqualTo(dead);
-            assertThat(listing.json().path("items").get(0).path("attempts").asInt()).isEqualTo(2);
-            assertThat(bad.status()).isEqualTo(400);
-            assertThat(bad.header("Content-Type")).isEqualTo("application/problem+json");
-            assertThat(metrics.body()).containsPattern("lastseat_outbox_dead\\{[^}]*} 1\\.0").containsPattern("lastseat_outbox_pending\\{[^}]*} 0\\.0");
-            assertThat(app.client.get("/outbox?state=sent").json().path("items").findValuesAsText("purchaseId")).contains(sent);
-            Invariants.resourcesCameBack(app);
-        }
+        assertThat(listing.status()).isEqualTo(200);
+        assertThat(listing.json().path("items").get(0).path("purchaseId").asText()).isEqualTo(dead);
+        assertThat(listing.json().path("items").get(0).path("attempts").asInt()).isEqualTo(2);
+        assertThat(bad.status()).isEqualTo(400);
+        assertThat(bad.header("Content-Type")).isEqualTo("application/problem+json");
+        assertThat(metrics).containsPattern("lastseat_outbox_dead\\{[^}]*} 1\\.0").containsPattern("lastseat_outbox_pending\\{[^}]*} 0\\.0");
+        assertThat(app.client().outbox("sent").path("items").findValuesAsText("purchaseId")).contains(sent);
+        Invariants.resourcesCameBack(app);
     }
 
-    private static String purchase(TestApp app) {
+    private static String purchase() {
         String event = app.newEvent("A1");
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
         assertThat(answer.status()).as(answer.toString()).isEqualTo(201);
         return answer.json().path("id").asText();
     }

@@ -9,17 +9,17 @@ import lastseat.config.OutsideConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.outside.OutsideHttp;
-import lastseat.testkit.Ledger;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
+import lastseat.support.LastseatApp;
 import lastseat.support.TestApp;
 import lastseat.support.TestClock;
+import lastseat.testkit.Answer;
+import lastseat.testkit.Ledger;
 import lastseat.testkit.Together;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -60,23 +60,14 @@ class OutboxWorkerTest {
     private static final Duration CALL_TIMEOUT = Duration.ofSeconds(1);
     private static final Map<String, String> SETTINGS = Map.of("outbox.interval", "1h");
 
-    private static TestApp app;
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(SETTINGS);
+
     private final List<OutboxWorker> workers = new ArrayList<>();
     private TestClock clock;
 
-    @BeforeAll
-    static void startApp() {
-        app = TestApp.start(SETTINGS);
-    }
-
-    @AfterAll
-    static void stopApp() {
-        app.close();
-    }
-
     @BeforeEach
     void setUp() {
-        app.resetStubs();
         db().inTransaction(c -> Sql.update(c, "DELETE FROM outbox"));
         clock = new TestClock();
     }
@@ -114,15 +105,15 @@ class OutboxWorkerTest {
     void aFailingEmailServiceLeavesTheRowPendingWithAJitteredBackoffAndItIsSentWhenTheServiceRecovers() throws Exception {
         String purchase = confirmedPurchase();
         String key = Outbox.dedupeKey(purchase, EMAIL);
-        StubMapping down = app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
-                                                     .willReturn(aResponse().withStatus(500).withBody("{\"error\":\"down\"}")));
+        StubMapping down = app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                                                       .willReturn(aResponse().withStatus(500).withBody("{\"error\":\"down\"}")));
         OutboxWorker worker = worker(config());
         Instant failedAt = clock.instant();
 
         int sentWhileDown = worker.deliverDue();
         OutboxQuery.Row waiting = row(key);
         int sentBeforeTheBackoffEnds = worker.deliverDue();
-        app.stubs.removeStub(down);
+        app.stubs().removeStub(down);
         clock.advance(BACKOFF);
         int sentAfterRecovery = worker.deliverDue();
 
@@ -145,14 +136,14 @@ class OutboxWorkerTest {
         String key = Outbox.dedupeKey(confirmedPurchase(), EMAIL);
         // The ledger records the request before WireMock resets the connection: the email arrived,
         // the worker cannot know it.
-        StubMapping reset = app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
-                                                      .willReturn(aResponse().withFault(Fault.CONNECTION_RESET_BY_PEER)
-                                                                          .withTransformers("ledger")));
+        StubMapping reset = app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                                                        .willReturn(aResponse().withFault(Fault.CONNECTION_RESET_BY_PEER)
+                                                                            .withTransformers("ledger")));
         OutboxWorker worker = worker(config());
 
         int sentDuringReset = worker.deliverDue();
         OutboxQuery.Row afterReset = row(key);
-        app.stubs.removeStub(reset);
+        app.stubs().removeStub(reset);
         clock.advance(BACKOFF);
         int sentAfter = worker.deliverDue();
 
@@ -170,16 +161,16 @@ class OutboxWorkerTest {
     @Test
     void aSlowEmailServiceIsCutAtTheCallTimeoutAndAskedAgainWithTheSameKey() throws Exception {
         String key = Outbox.dedupeKey(confirmedPurchase(), EMAIL);
-        StubMapping slow = app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
-                                                     .willReturn(aResponse().withStatus(202).withFixedDelay(5000)
-                                                                         .withTransformers("ledger")));
+        StubMapping slow = app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                                                       .willReturn(aResponse().withStatus(202).withFixedDelay(5000)
+                                                                           .withTransformers("ledger")));
         OutboxWorker worker = worker(config());
 
         long start = System.nanoTime();
         int sentWhileSlow = worker.deliverDue();
         Duration took = Duration.ofNanos(System.nanoTime() - start);
         OutboxQuery.Row afterTimeout = row(key);
-        app.stubs.removeStub(slow);
+        app.stubs().removeStub(slow);
         clock.advance(BACKOFF);
         int sentAfter = worker.deliverDue();
 
@@ -198,7 +189,7 @@ class OutboxWorkerTest {
     @Test
     void aRowThatFailsMaxAttemptsTimesIsDeadAndVisibleAndNeverSentAgain() throws Exception {
         String key = Outbox.dedupeKey(confirmedPurchase(), EMAIL);
-        app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1).willReturn(aResponse().withStatus(503)));
         OutboxWorker worker = worker(config());
 
         for (int attempt = 1; attempt <= 3; attempt++) {
@@ -222,7 +213,7 @@ class OutboxWorkerTest {
     @Test
     void aRowStillFailingGiveUpAfterItWasWrittenIsDeadWithAttemptsLeft() throws Exception {
         String key = Outbox.dedupeKey(confirmedPurchase(), EMAIL);
-        app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1).willReturn(aResponse().withStatus(500)));
+        app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1).willReturn(aResponse().withStatus(500)));
         OutboxWorker worker = worker(new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", CALL_TIMEOUT,
                                                       BACKOFF, MAX_BACKOFF, 20, Duration.ofMinutes(1)));
 
@@ -243,15 +234,15 @@ class OutboxWorkerTest {
     @Test
     void tooManyRequestsIsRetriedButAPermanentRefusalIsDeadAtOnce() throws Exception {
         String key = Outbox.dedupeKey(confirmedPurchase(), EMAIL);
-        StubMapping busy = app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
-                                                     .willReturn(aResponse().withStatus(429)));
+        StubMapping busy = app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                                                       .willReturn(aResponse().withStatus(429)));
         OutboxWorker worker = worker(config());
 
         worker.deliverDue();
         OutboxQuery.Row afterBusy = row(key);
-        app.stubs.removeStub(busy);
-        app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(422).withBody("{\"error\":\"address rejected\"}")));
+        app.stubs().removeStub(busy);
+        app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(422).withBody("{\"error\":\"address rejected\"}")));
         clock.advance(BACKOFF);
         worker.deliverDue();
 
@@ -267,9 +258,9 @@ class OutboxWorkerTest {
     void aCrashBetweenSendingAndMarkingSentResendsWithTheSameKeyOnceTheLeaseEnds() throws Exception {
         String key = Outbox.dedupeKey(confirmedPurchase(), EMAIL);
         // The receiver takes the email at once but answers late: the process "crashes" while waiting.
-        StubMapping late = app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
-                                                     .willReturn(aResponse().withStatus(202).withFixedDelay(5000)
-                                                                         .withTransformers("ledger")));
+        StubMapping late = app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                                                       .willReturn(aResponse().withStatus(202).withFixedDelay(5000)
+                                                                           .withTransformers("ledger")));
         Duration callTimeout = Duration.ofSeconds(4);
         OutboxConfig config = new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", callTimeout,
                                                BACKOFF, MAX_BACKOFF, 3, Duration.ofHours(24));
@@ -292,7 +283,7 @@ class OutboxWorkerTest {
         OutboxQuery.Row afterCrash = row(key);
         OutboxWorker restarted = worker(config);
         int sentWhileLeased = restarted.deliverDue();
-        app.stubs.removeStub(late);
+        app.stubs().removeStub(late);
         clock.advance(callTimeout.plus(OutboxWorker.LEASE_MARGIN));
         int sentAfterLease = restarted.deliverDue();
 
@@ -320,8 +311,8 @@ class OutboxWorkerTest {
         List<String> keys = IntStream.range(0, 20).mapToObj(i -> queue(EMAIL, "{\"to\":\"buyer" + i + "@example.com\"}"))
                 .toList();
         // A short delay keeps both passes busy at once, so each reads rows the other is sending.
-        app.stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(202).withFixedDelay(20).withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(202).withFixedDelay(20).withTransformers("ledger")));
         OutboxWorker first = worker(config());
         OutboxWorker second = worker(config());
         List<OutboxWorker> both = List.of(first, second);
@@ -362,7 +353,7 @@ class OutboxWorkerTest {
             assertThat(refund.status()).isEqualTo("refunded");
             assertThat(refund.paymentId()).isEqualTo("pay_7");
         });
-        assertThat(app.stubs.findAll(postRequestedFor(urlPathEqualTo("/refunds"))))
+        assertThat(app.stubs().findAll(postRequestedFor(urlPathEqualTo("/refunds"))))
                 .extracting(r -> r.getHeader("Idempotency-Key")).containsExactly(key);
         assertThat(emails()).isEmpty();
         assertThat(row(key).state()).isEqualTo("SENT");
@@ -381,13 +372,13 @@ class OutboxWorkerTest {
         assertThat(row.attempts()).isZero();
         assertThat(row.lastError()).contains("'sms'");
         assertThat(emailRequests()).isEmpty();
-        assertThat(app.stubs.findAll(postRequestedFor(urlPathEqualTo("/refunds")))).isEmpty();
+        assertThat(app.stubs().findAll(postRequestedFor(urlPathEqualTo("/refunds")))).isEmpty();
     }
 
     @Test
     void theStartedWorkerDeliversInTheBackgroundAndStopsWhenClosed() throws Exception {
         String key = Outbox.dedupeKey(confirmedPurchase(), EMAIL);
-        OutboxWorker worker = new OutboxWorker(db(), http(app), config(), Clock.systemUTC());
+        OutboxWorker worker = new OutboxWorker(db(), http(app.testApp()), config(), Clock.systemUTC());
         workers.add(worker);
 
         worker.start();
@@ -410,9 +401,10 @@ class OutboxWorkerTest {
             throw new UncheckedIOException(e);
         }
         String key;
+        // The first process is this test's subject, stopped halfway: the test owns it, not the extension.
         try (TestApp before = TestApp.start(Map.of("db.url", url, "outbox.interval", "1h"))) {
             String event = before.newEvent("A1");
-            Client.Answer answer = before.client.purchase(UUID.randomUUID().toString(), event, "A1");
+            Answer answer = before.client.purchaseSeats(UUID.randomUUID().toString(), event, "A1");
             assertThat(answer.status()).as(answer.toString()).isEqualTo(201);
             key = Outbox.dedupeKey(answer.json().path("id").asText(), EMAIL);
             assertThat(OutboxQuery.find(before.services().db(), key)).get().extracting(OutboxQuery.Row::state)
@@ -423,7 +415,7 @@ class OutboxWorkerTest {
 
         // The restarted process: the same database file opened afresh, and a new worker.
         try (Database reopened = Database.open(new DbConfig(url, "sa", "", 4, Duration.ofSeconds(2), Duration.ofSeconds(2)))) {
-            OutboxWorker worker = new OutboxWorker(reopened, http(app), config(), clock);
+            OutboxWorker worker = new OutboxWorker(reopened, http(app.testApp()), config(), clock);
             workers.add(worker);
 
             int sent = worker.deliverDue();
@@ -458,7 +450,7 @@ class OutboxWorkerTest {
     }
 
     private OutboxWorker worker(OutboxConfig config) {
-        OutboxWorker worker = new OutboxWorker(db(), http(app), config, clock);
+        OutboxWorker worker = new OutboxWorker(db(), http(app.testApp()), config, clock);
         workers.add(worker);
         return worker;
     }
@@ -476,7 +468,7 @@ class OutboxWorkerTest {
     /** A purchase that confirms, which queues its confirmation email; the clock then reaches the row. */
     private String confirmedPurchase() {
         String event = app.newEvent("A1");
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
         assertThat(answer.status()).as(answer.toString()).isEqualTo(201);
         clock.catchUp();
         return answer.json().path("id").asText();
@@ -507,7 +499,7 @@ class OutboxWorkerTest {
     }
 
     private static List<LoggedRequest> emailRequests() {
-        return app.stubs.findAll(postRequestedFor(urlPathEqualTo("/emails")));
+        return app.stubs().findAll(postRequestedFor(urlPathEqualTo("/emails")));
     }
 
     private static void await(BooleanSupplier condition, String what) throws InterruptedException {

@@ -1,12 +1,11 @@
 package lastseat.purchase;
 
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
 import java.util.Map;
@@ -38,28 +37,18 @@ class AdmissionLimitTest {
     private static final int PAYMENT_DELAY_MS = 600;
     private static final Pattern REFUSED_METRIC =
             Pattern.compile("lastseat_purchases_total\\{[^}]*status=\"503\"[^}]*} ([0-9.eE+]+)");
-    private static TestApp app;
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("purchase.max-in-flight", "1",
+                                                         "purchase.deadline", "3s",
+                                                         "payment.max-wait", "3s"));
 
     private String event;
 
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("purchase.max-in-flight", "1",
-                                 "purchase.deadline", "3s",
-                                 "payment.max-wait", "3s"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
-
     @BeforeEach
     void slowProviderAndAFreshEvent() {
-        app.resetStubs();
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(201).withFixedDelay(PAYMENT_DELAY_MS)
-                                                         .withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(201).withFixedDelay(PAYMENT_DELAY_MS)
+                                                           .withTransformers("ledger")));
         event = app.newEvent("A1", "A2");
     }
 
@@ -67,13 +56,13 @@ class AdmissionLimitTest {
     void aPurchaseArrivingWhileTheOnlyPlaceIsTakenIsRefusedAtOnceAndChangesNothing() throws Exception {
         String refusedKey = UUID.randomUUID().toString();
         double refusedBefore = refusedCount();
-        Client.Answer refused;
-        Client.Answer first;
+        Answer refused;
+        Answer first;
         try (ExecutorService buyers = Executors.newVirtualThreadPerTaskExecutor()) {
-            Future<Client.Answer> holder = buyers.submit(() -> app.client.purchase(UUID.randomUUID().toString(), event, "A1"));
+            Future<Answer> holder = buyers.submit(() -> app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1"));
             awaitPaymentRequests(1);
 
-            refused = app.client.purchase(refusedKey, event, "A2");
+            refused = app.client().purchaseSeats(refusedKey, event, "A2");
             boolean holderStillRunning = !holder.isDone();
             first = holder.get(10, TimeUnit.SECONDS);
 
@@ -86,12 +75,12 @@ class AdmissionLimitTest {
         assertThat(refused.json().path("type").asText()).isEqualTo("urn:lastseat:problem:too-many-purchases");
         assertThat(refused.elapsedMillis()).as("answered at once, not after the slow payment").isLessThan(PAYMENT_DELAY_MS);
         assertThat(first.status()).as("the purchase holding the place: " + first).isEqualTo(201);
-        assertThat(app.db.count("SELECT COUNT(*) FROM purchases WHERE event_id = ?", event))
+        assertThat(app.db().count("SELECT COUNT(*) FROM purchases WHERE event_id = ?", event))
                 .as("no purchase row for the refused one").isEqualTo(1);
-        assertThat(app.db.count("SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = ?", refusedKey))
+        assertThat(app.db().count("SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = ?", refusedKey))
                 .as("the refused key was not stored").isZero();
-        assertThat(app.client.event(event).path("available").asInt()).as("A2 still free").isEqualTo(1);
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(app.client().event(event).path("available").asInt()).as("A2 still free").isEqualTo(1);
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
         assertThat(refusedCount() - refusedBefore).as("the refusal is counted as a 503").isEqualTo(1.0);
         everythingCameBack();
     }
@@ -99,21 +88,21 @@ class AdmissionLimitTest {
     @Test
     void aRefusedPurchaseRetriedWithItsKeyOnceThePlaceIsFreeRunsNormally() throws Exception {
         String refusedKey = UUID.randomUUID().toString();
-        Client.Answer refused;
+        Answer refused;
         try (ExecutorService buyers = Executors.newVirtualThreadPerTaskExecutor()) {
-            Future<Client.Answer> holder = buyers.submit(() -> app.client.purchase(UUID.randomUUID().toString(), event, "A1"));
+            Future<Answer> holder = buyers.submit(() -> app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1"));
             awaitPaymentRequests(1);
-            refused = app.client.purchase(refusedKey, event, "A2");
+            refused = app.client().purchaseSeats(refusedKey, event, "A2");
             assertThat(holder.get(10, TimeUnit.SECONDS).status()).isEqualTo(201);
         }
         assertThat(refused.status()).as(refused.toString()).isEqualTo(503);
 
-        Client.Answer retry = app.client.purchase(refusedKey, event, "A2");
+        Answer retry = app.client().purchaseSeats(refusedKey, event, "A2");
 
         assertThat(retry.status()).as(retry.toString()).isEqualTo(201);
         assertThat(retry.header("Idempotent-Replayed")).as("run afresh, not a replay of the 503").isNull();
         assertThat(retry.json().path("seats").toString()).isEqualTo("[\"A2\"]");
-        assertThat(app.client.event(event).path("sold").asInt()).isEqualTo(2);
+        assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(2);
         everythingCameBack();
     }
 
@@ -130,7 +119,7 @@ class AdmissionLimitTest {
     /** Bounded wait until the provider has received {@code n} payment requests. */
     private static void awaitPaymentRequests(int n) throws InterruptedException {
         long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-        while (app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments"))).size() < n) {
+        while (app.stubs().findAll(postRequestedFor(urlPathEqualTo("/payments"))).size() < n) {
             assertThat(System.nanoTime()).as("%d payment request(s) reached the provider within 5 s", n).isLessThan(until);
             Thread.sleep(2);
         }
@@ -138,7 +127,7 @@ class AdmissionLimitTest {
 
     /** {@code lastseat.purchases{status=503}} as the metrics endpoint shows it (0 before the first). */
     private static double refusedCount() {
-        Matcher m = REFUSED_METRIC.matcher(app.client.get("/observe/metrics").body());
+        Matcher m = REFUSED_METRIC.matcher(app.client().metrics());
         return m.find() ? Double.parseDouble(m.group(1)) : 0;
     }
 }

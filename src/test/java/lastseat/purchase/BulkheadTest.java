@@ -1,13 +1,12 @@
 package lastseat.purchase;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
 import lastseat.testkit.Together;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Instant;
 import java.util.ArrayList;
@@ -39,19 +38,10 @@ class BulkheadTest {
      * JVM; measured from the handler's start their tail is up to ~320 ms (docs/BENCHMARKS.md).
      */
     private static final int SLACK_MS = 400;
-    private static TestApp app;
-
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("purchase.deadline", DEADLINE_MS + "ms",
-                                   "payment.max-wait", DEADLINE_MS + "ms",
-                                   "reconcile.interval", "10m"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("purchase.deadline", DEADLINE_MS + "ms",
+                                                           "payment.max-wait", DEADLINE_MS + "ms",
+                                                           "reconcile.interval", "10m"));
 
     @Test
     void lastseatNeverHasMoreThanItsPermitsOfPaymentCallsOpenAndRefusesTheRestInTime() {
@@ -59,18 +49,18 @@ class BulkheadTest {
         String warm = app.newEvent(120);
         for (int round = 0; round < 3; round++) {
             int r = round;
-            Together.run(40, i -> app.client.purchase(UUID.randomUUID().toString(), warm, Integer.toString(r * 40 + i + 1)));
+            Together.run(40, i -> app.client().purchaseSeats(UUID.randomUUID().toString(), warm, Integer.toString(r * 40 + i + 1)));
         }
         app.resetStubs();
         int permits = app.services().payments().config().permits();
         String event = app.newEvent(60);
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(201).withFixedDelay(DEADLINE_MS + 1000).withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(201).withFixedDelay(DEADLINE_MS + 1000).withTransformers("ledger")));
 
-        List<Client.Answer> answers = Together.run(60, i -> app.client.purchase(UUID.randomUUID().toString(), event,
+        List<Answer> answers = Together.run(60, i -> app.client().purchaseSeats(UUID.randomUUID().toString(), event,
                                                                                  Integer.toString(i + 1)));
 
-        Map<Integer, Long> byStatus = answers.stream().collect(Collectors.groupingBy(Client.Answer::status, Collectors.counting()));
+        Map<Integer, Long> byStatus = answers.stream().collect(Collectors.groupingBy(Answer::status, Collectors.counting()));
         assertThat(byStatus.keySet()).as(byStatus.toString()).isSubsetOf(202, 503, 504);
         int mostOpen = mostAtOnce(paymentCalls(event));
         assertThat(mostOpen).as("most payment calls lastseat had open at once: " + byStatus).isBetween(1, permits);
@@ -82,7 +72,7 @@ class BulkheadTest {
         assertThat(answers).allSatisfy(a -> assertThat(a.serverMillis()).as("from the handler's start (I5): " + a)
                 .isLessThanOrEqualTo(DEADLINE_MS + SLACK_MS));
         long unknown = byStatus.getOrDefault(202, 0L);
-        assertThat(app.client.event(event).path("held").asLong()).as("only unknown payments keep their hold").isEqualTo(unknown);
+        assertThat(app.client().event(event).path("held").asLong()).as("only unknown payments keep their hold").isEqualTo(unknown);
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);
     }
@@ -90,8 +80,8 @@ class BulkheadTest {
     /** Every payment step of the event's purchases, as [started, ended] on the server's clock. */
     private static List<Instant[]> paymentCalls(String event) {
         List<Instant[]> calls = new ArrayList<>();
-        for (String id : app.db.strings("SELECT id FROM purchases WHERE event_id = ?", event)) {
-            for (JsonNode step : app.client.get("/purchases/" + id).json().path("timeline")) {
+        for (String id : app.db().strings("SELECT id FROM purchases WHERE event_id = ?", event)) {
+            for (JsonNode step : app.client().purchaseView(id).path("timeline")) {
                 if (step.path("step").asText().equals("payment") && !step.path("endedAt").isNull()) {
                     calls.add(new Instant[] {Instant.parse(step.path("startedAt").asText()), Instant.parse(step.path("endedAt").asText())});
                 }

@@ -1,12 +1,11 @@
 package lastseat.purchase;
 
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
 import lastseat.testkit.Together;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.List;
 import java.util.Map;
@@ -25,17 +24,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * {@code db.connection-timeout}.
  */
 class BusyPoolTest {
-    private static TestApp app;
-
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("db.pool-size", "2", "db.connection-timeout", "2s"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("db.pool-size", "2", "db.connection-timeout", "2s"));
 
     @Test
     void anInterruptedThreadCannotRecordAnOutcomeWhileThePoolIsBusyButThePurchaseThreadCan() throws Exception {
@@ -72,18 +62,18 @@ class BusyPoolTest {
     @Test
     void everyHoldIsReleasedWhenThirtyDeadlinesPassTogetherOnABusyPool() {
         String event = app.newEvent(30);
-        app.stubs.stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(aResponse()
+        app.stubs().stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(aResponse()
                 .withStatus(200).withHeader("Content-Type", "application/json")
                 .withBodyFile("fraud-check-approve.json").withFixedDelay(2000)));
 
-        List<Client.Answer> answers = Together.run(30, i -> app.client.purchase(UUID.randomUUID().toString(), event,
+        List<Answer> answers = Together.run(30, i -> app.client().purchaseSeats(UUID.randomUUID().toString(), event,
                                                                                  Integer.toString(i + 1)));
 
         assertThat(answers).allSatisfy(a -> {
             assertThat(a.status()).as(a.toString()).isEqualTo(504);
             assertThat(a.elapsedMillis()).as("deadline + the pool's longest wait").isLessThan(800 + 2000);
         });
-        assertThat(app.db.count("SELECT COUNT(*) FROM purchases WHERE event_id = ? AND state <> 'RELEASED'", event)).isZero();
+        assertThat(app.db().count("SELECT COUNT(*) FROM purchases WHERE event_id = ? AND state <> 'RELEASED'", event)).isZero();
         Invariants.nothingHeld(app, event);
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);

@@ -1,12 +1,11 @@
 package lastseat.purchase;
 
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
 import lastseat.testkit.Together;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.List;
 import java.util.Map;
@@ -21,36 +20,27 @@ import static org.assertj.core.api.Assertions.assertThat;
  * checks slower than 800 ms (it would then rightly get 504, and another buyer the seat).
  */
 class ConcurrencyTest {
-    private static TestApp app;
-
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("purchase.deadline", "3s", "purchase.shed-after", "2s"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("purchase.deadline", "3s", "purchase.shed-after", "2s"));
 
     @Test
     void lastSeatIsSoldOnceWhenTwoHundredBuyersArriveTogether() {
         String event = app.newEvent("A1");
 
-        List<Client.Answer> answers = Together.run(200, i -> app.client.purchase(UUID.randomUUID().toString(), event, "A1"));
+        List<Answer> answers = Together.run(200, i -> app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1"));
 
         Map<Integer, Long> byStatus = countByStatus(answers);
         assertThat(byStatus).as(byStatus + " " + answers.stream().filter(a -> a.status() != 409).toList())
                 .containsEntry(201, 1L).containsEntry(409, 199L);
         assertThat(answers.stream().filter(a -> a.status() == 409))
                 .allSatisfy(a -> assertThat(a.json().path("detail").asText()).isEqualTo("A1 is already taken"));
-        assertThat(app.client.event(event).path("sold").asInt()).isEqualTo(1);
+        assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(1);
         Invariants.nothingHeld(app, event);
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);
     }
 
-    private static Map<Integer, Long> countByStatus(List<Client.Answer> answers) {
-        return answers.stream().collect(Collectors.groupingBy(Client.Answer::status, Collectors.counting()));
+    private static Map<Integer, Long> countByStatus(List<Answer> answers) {
+        return answers.stream().collect(Collectors.groupingBy(Answer::status, Collectors.counting()));
     }
 }

@@ -2,12 +2,13 @@ package lastseat.purchase;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.http.Fault;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.UUID;
 
@@ -27,18 +28,19 @@ class DeadlineAndCancellationTest {
     private static final int SLACK_MS = 150;
     private static final int SLOW_MS = 2000;
 
-    private TestApp app;
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.shared();
+
     private String event;
 
     @BeforeEach
     void setUp() {
-        app = TestApp.shared();
         event = app.newEvent("A1");
     }
 
     @AfterEach
     void seatIsBackAndResourcesCameBack() {
-        app.stubs.verify(0, postRequestedFor(urlPathEqualTo("/payments")));
+        app.stubs().verify(0, postRequestedFor(urlPathEqualTo("/payments")));
         Invariants.nothingHeld(app, event);
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);
@@ -49,20 +51,20 @@ class DeadlineAndCancellationTest {
         slow("/fraud/checks", "fraud-check-approve.json");
         slow("/tax/quotes", "tax-quote-ok.json");
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(504);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:deadline-passed");
         assertThat(answer.elapsedMillis()).as("answered within deadline + slack").isLessThan(DEADLINE_MS + SLACK_MS);
         assertThat(outcomes()).containsEntry("fraud", "cancelled").containsEntry("tax", "cancelled");
-        assertThat(app.db.purchaseState(purchaseId())).isEqualTo("RELEASED");
+        assertThat(app.db().purchaseState(purchaseId())).isEqualTo("RELEASED");
     }
 
     @Test
     void aSlowFraudCheckAloneEndsIn504AndTheSeatComesBack() {
         slow("/fraud/checks", "fraud-check-approve.json");
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(504);
         assertThat(answer.elapsedMillis()).isLessThan(DEADLINE_MS + SLACK_MS);
@@ -73,9 +75,9 @@ class DeadlineAndCancellationTest {
     void aFailingTaxServiceCancelsTheSlowFraudCheckAtOnce() {
         slow("/fraud/checks", "fraud-check-approve.json");
         // The failure comes 100 ms in, so the fraud call is surely under way when it is cancelled.
-        app.stubs.stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500).withFixedDelay(100)));
+        app.stubs().stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500).withFixedDelay(100)));
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(503);
         assertThat(answer.json().path("service").asText()).isEqualTo("tax");
@@ -86,10 +88,10 @@ class DeadlineAndCancellationTest {
     @Test
     void aResetFraudConnectionCancelsTheSlowTaxQuoteAtOnce() {
         slow("/tax/quotes", "tax-quote-ok.json");
-        app.stubs.stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1)
-                                  .willReturn(aResponse().withFault(Fault.CONNECTION_RESET_BY_PEER).withFixedDelay(100)));
+        app.stubs().stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1)
+                                    .willReturn(aResponse().withFault(Fault.CONNECTION_RESET_BY_PEER).withFixedDelay(100)));
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(503);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:check-unavailable");
@@ -101,9 +103,9 @@ class DeadlineAndCancellationTest {
     @Test
     void garbageFromTheTaxServiceIsACleanProblemAndNoPayment() {
         for (Fault fault : new Fault[] {Fault.MALFORMED_RESPONSE_CHUNK, Fault.RANDOM_DATA_THEN_CLOSE, Fault.EMPTY_RESPONSE}) {
-            app.stubs.stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withFault(fault)));
+            app.stubs().stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withFault(fault)));
 
-            Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+            Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
             assertThat(answer.status()).as(fault + ": " + answer).isEqualTo(503);
             assertThat(answer.header("Content-Type")).isEqualTo("application/problem+json");
@@ -112,17 +114,17 @@ class DeadlineAndCancellationTest {
     }
 
     private void slow(String path, String bodyFile) {
-        app.stubs.stubFor(post(urlPathEqualTo(path)).atPriority(1).willReturn(aResponse()
+        app.stubs().stubFor(post(urlPathEqualTo(path)).atPriority(1).willReturn(aResponse()
                 .withStatus(200).withHeader("Content-Type", "application/json")
                 .withBodyFile(bodyFile).withTransformers("response-template").withFixedDelay(SLOW_MS)));
     }
 
     private String purchaseId() {
-        return app.db.strings("SELECT id FROM purchases WHERE event_id = ?", event).getFirst();
+        return app.db().strings("SELECT id FROM purchases WHERE event_id = ?", event).getFirst();
     }
 
     private java.util.Map<String, String> outcomes() {
-        JsonNode timeline = app.client.get("/purchases/" + purchaseId()).json().path("timeline");
+        JsonNode timeline = app.client().purchaseView(purchaseId()).path("timeline");
         java.util.Map<String, String> outcomes = new java.util.HashMap<>();
         timeline.forEach(step -> outcomes.put(step.path("step").asText(), step.path("outcome").asText()));
         return outcomes;

@@ -2,16 +2,15 @@ package lastseat.purchase;
 
 import lastseat.inventory.Hold;
 import lastseat.inventory.Order;
-import lastseat.testkit.Ledger;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
+import lastseat.testkit.Ledger;
 import lastseat.testkit.Together;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
 import java.time.Instant;
@@ -33,24 +32,15 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ExpiryAndCancelTest {
     private static final Duration TTL = Duration.ofMillis(300);
-    private static TestApp app;
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("purchase.hold-ttl", TTL.toMillis() + "ms",
+                                                           "purchase.sweep-interval", "10m",
+                                                           "reconcile.interval", "10m"));
+
     private String event;
-
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("purchase.hold-ttl", TTL.toMillis() + "ms",
-                                   "purchase.sweep-interval", "10m",
-                                   "reconcile.interval", "10m"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
 
     @BeforeEach
     void setUp() {
-        app.resetStubs();
         event = app.newEvent("A1");
     }
 
@@ -68,9 +58,9 @@ class ExpiryAndCancelTest {
         List<Integer> moved = Together.run(2, i -> app.services().purchaseWorkers().sweepNow());
 
         assertThat(moved.stream().mapToInt(Integer::intValue).sum()).as("moved by the two sweepers together").isEqualTo(1);
-        assertThat(app.db.purchaseState(hold.purchaseId())).isEqualTo("EXPIRED");
-        assertThat(app.client.event(event).path("available").asInt()).isEqualTo(1);
-        assertThat(app.client.get("/purchases/" + hold.purchaseId()).json().path("timeline").findValuesAsText("step"))
+        assertThat(app.db().purchaseState(hold.purchaseId())).isEqualTo("EXPIRED");
+        assertThat(app.client().event(event).path("available").asInt()).isEqualTo(1);
+        assertThat(app.client().purchaseView(hold.purchaseId()).path("timeline").findValuesAsText("step"))
                 .containsExactly("expire");
     }
 
@@ -79,22 +69,22 @@ class ExpiryAndCancelTest {
         Hold hold = hold("A1");
         awaitExpiry(hold);
 
-        String stateBefore = app.db.purchaseState(hold.purchaseId());
-        int availableBefore = app.client.event(event).path("available").asInt();
-        Client.Answer later = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        String stateBefore = app.db().purchaseState(hold.purchaseId());
+        int availableBefore = app.client().event(event).path("available").asInt();
+        Answer later = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(stateBefore).as("nobody has expired it yet").isEqualTo("HELD");
         assertThat(availableBefore).as("reads treat the expired hold as available").isEqualTo(1);
         assertThat(later.status()).as(later.toString()).isEqualTo(201);
-        assertThat(app.db.purchaseState(hold.purchaseId())).isEqualTo("EXPIRED");
+        assertThat(app.db().purchaseState(hold.purchaseId())).isEqualTo("EXPIRED");
         assertThat(app.services().purchaseWorkers().sweepNow()).as("nothing left for the sweeper").isZero();
-        assertThat(app.client.event(event).path("sold").asInt()).isEqualTo(1);
+        assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(1);
     }
 
     @Test
     void aPaymentInFlightPastTheHoldsExpiryIsNeitherExpiredNorRefundedItsLateCaptureIsConfirmed() {
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(201).withFixedDelay(500).withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(201).withFixedDelay(500).withTransformers("ledger")));
         var sweeps = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
             // Sweep while the payment is in flight and the hold has expired: it must not be touched.
             awaitState("PAYING");
@@ -102,7 +92,7 @@ class ExpiryAndCancelTest {
             return app.services().purchaseWorkers().sweepNow();
         });
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(sweeps.join()).as("the sweeper never expires a hold whose payment is in flight").isZero();
         // One rule for the flow and the reconciler: nobody could take the seats of a purchase whose payment was
@@ -111,20 +101,20 @@ class ExpiryAndCancelTest {
         String id = answer.json().path("id").asText();
         assertThat(Instant.parse(answer.json().path("holdExpiresAt").asText())).as("confirmed past its hold's expiry")
                 .isBefore(Instant.now());
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
         assertThat(Ledger.captures()).as("captured once").hasSize(1);
-        assertThat(app.db.strings("SELECT dedupe_key FROM outbox WHERE purchase_id = ? ORDER BY kind", id))
+        assertThat(app.db().strings("SELECT dedupe_key FROM outbox WHERE purchase_id = ? ORDER BY kind", id))
                 .as("no refund; the confirmation email once").containsExactly(id + ":confirmation-email");
-        assertThat(app.client.event(event).path("sold").asInt()).as("the seat is sold").isEqualTo(1);
+        assertThat(app.client().event(event).path("sold").asInt()).as("the seat is sold").isEqualTo(1);
     }
 
     @Test
     void aBuyerCancelsAHeldPurchaseOnceAndASecondCancelIsRefusedChangingNothing() {
         Hold hold = hold("A1");
 
-        Client.Answer first = app.client.post("/purchases/" + hold.purchaseId() + "/cancel", null, "");
-        Client.Answer second = app.client.post("/purchases/" + hold.purchaseId() + "/cancel", null, "");
-        Client.Answer unknown = app.client.post("/purchases/" + UUID.randomUUID() + "/cancel", null, "");
+        Answer first = app.client().cancel(hold.purchaseId());
+        Answer second = app.client().cancel(hold.purchaseId());
+        Answer unknown = app.client().cancel(UUID.randomUUID().toString());
 
         assertThat(first.status()).as(first.toString()).isEqualTo(200);
         assertThat(first.json().path("state").asText()).isEqualTo("RELEASED");
@@ -132,39 +122,39 @@ class ExpiryAndCancelTest {
         assertThat(second.json().path("type").asText()).isEqualTo("urn:lastseat:problem:purchase-not-cancellable");
         assertThat(second.json().path("state").asText()).isEqualTo("RELEASED");
         assertThat(unknown.status()).isEqualTo(404);
-        assertThat(app.client.event(event).path("available").asInt()).as("the seat came back once").isEqualTo(1);
+        assertThat(app.client().event(event).path("available").asInt()).as("the seat came back once").isEqualTo(1);
     }
 
     @Test
     void aConfirmedPurchaseCannotBeCancelled() {
-        Client.Answer bought = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer bought = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
         String id = bought.json().path("id").asText();
 
-        Client.Answer cancel = app.client.post("/purchases/" + id + "/cancel", null, "");
+        Answer cancel = app.client().cancel(id);
 
         assertThat(bought.status()).isEqualTo(201);
         assertThat(cancel.status()).isEqualTo(409);
         assertThat(cancel.json().path("detail").asText()).contains("CONFIRMED");
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
-        assertThat(app.client.event(event).path("sold").asInt()).isEqualTo(1);
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(1);
     }
 
     @Test
     void aCancelWhileTheChecksRunStopsThePurchaseBeforeAnyPayment() {
-        app.stubs.stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(aResponse()
+        app.stubs().stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(aResponse()
                 .withStatus(200).withHeader("Content-Type", "application/json")
                 .withBodyFile("fraud-check-approve.json").withFixedDelay(400)));
         var cancel = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
             String id = awaitState("HELD");
-            return app.client.post("/purchases/" + id + "/cancel", null, "");
+            return app.client().cancel(id);
         });
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(cancel.join().status()).isEqualTo(200);
         assertThat(answer.status()).as(answer.toString()).isEqualTo(409);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:purchase-cancelled");
-        app.stubs.verify(0, postRequestedFor(urlPathEqualTo("/payments")));
+        app.stubs().verify(0, postRequestedFor(urlPathEqualTo("/payments")));
         Invariants.nothingHeld(app, event);
     }
 
@@ -181,7 +171,7 @@ class ExpiryAndCancelTest {
     private String awaitState(String state) {
         long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
         while (System.nanoTime() < until) {
-            List<String> ids = app.db.strings("SELECT id FROM purchases WHERE event_id = ? AND state = ?", event, state);
+            List<String> ids = app.db().strings("SELECT id FROM purchases WHERE event_id = ? AND state = ?", event, state);
             if (!ids.isEmpty()) {
                 return ids.getFirst();
             }

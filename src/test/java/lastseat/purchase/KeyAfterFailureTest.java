@@ -1,14 +1,13 @@
 package lastseat.purchase;
 
 import lastseat.db.Sql;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
-import org.junit.jupiter.api.AfterAll;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -31,28 +30,19 @@ import static org.assertj.core.api.Assertions.assertThat;
  * flow has answered (the lock timeout is 200 ms here).
  */
 class KeyAfterFailureTest {
-    private static TestApp app;
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("db.lock-timeout", "200ms", "purchase.deadline", "3s",
+                                                           "purchase.sweep-interval", "10m", "reconcile.interval", "10m"));
+
     private String event;
     private String key;
 
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("db.lock-timeout", "200ms", "purchase.deadline", "3s",
-                                   "purchase.sweep-interval", "10m", "reconcile.interval", "10m"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
-
     @BeforeEach
     void setUp() {
-        app.resetStubs();
         event = app.newEvent("A1");
         key = UUID.randomUUID().toString();
         // Time to lock the purchase's row while its checks run.
-        app.stubs.stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(aResponse().withStatus(200)
+        app.stubs().stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(aResponse().withStatus(200)
                 .withHeader("Content-Type", "application/json").withBody("{\"decision\":\"approve\"}").withFixedDelay(600)));
     }
 
@@ -65,36 +55,36 @@ class KeyAfterFailureTest {
 
     @Test
     void aPaymentThatCannotStartBecauseTheDatabaseIsBusyKeepsTheKeyUntilItsHoldIsGone() throws Exception {
-        Client.Answer answer = whileItsRowIsLocked();
-        Client.Answer retry = app.client.purchase(key, event, "A1");
+        Answer answer = whileItsRowIsLocked();
+        Answer retry = app.client().purchaseSeats(key, event, "A1");
 
         assertThat(answer.status()).as("its hold could not be released either: pending, not an error " + answer).isEqualTo(202);
         assertThat(retry.status()).as("the retry meets no hold of its own: " + retry).isEqualTo(202);
-        app.stubs.verify(0, postRequestedFor(urlPathEqualTo("/payments")));
+        app.stubs().verify(0, postRequestedFor(urlPathEqualTo("/payments")));
 
         String id = answer.json().path("id").asText();
         recover(id);
-        Client.Answer settled = app.client.purchase(key, event, "A1");
+        Answer settled = app.client().purchaseSeats(key, event, "A1");
         assertThat(settled.status()).as(settled.toString()).isEqualTo(200);
         assertThat(settled.json().path("state").asText()).as("released by recovery; nothing charged").isEqualTo("RELEASED");
     }
 
     @Test
     void aFailedCheckWhoseReleaseCannotBeWrittenKeepsTheKeyUntilItsHoldIsGone() throws Exception {
-        app.stubs.stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500)));
+        app.stubs().stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500)));
 
-        Client.Answer answer = whileItsRowIsLocked();
-        Client.Answer retry = app.client.purchase(key, event, "A1");
+        Answer answer = whileItsRowIsLocked();
+        Answer retry = app.client().purchaseSeats(key, event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         assertThat(retry.status()).as("never 409 seats-taken for the buyer's own hold: " + retry).isEqualTo(202);
         recover(answer.json().path("id").asText());
-        assertThat(app.client.purchase(key, event, "A1").json().path("state").asText()).isEqualTo("RELEASED");
+        assertThat(app.client().purchaseSeats(key, event, "A1").json().path("state").asText()).isEqualTo("RELEASED");
     }
 
     /** The buyer's purchase, answered while a transaction of the test holds its row. */
-    private Client.Answer whileItsRowIsLocked() throws Exception {
-        CompletableFuture<Client.Answer> answer = CompletableFuture.supplyAsync(() -> app.client.purchase(key, event, "A1"));
+    private Answer whileItsRowIsLocked() throws Exception {
+        CompletableFuture<Answer> answer = CompletableFuture.supplyAsync(() -> app.client().purchaseSeats(key, event, "A1"));
         String id = awaitHeld();
         return app.services().db().inTransaction(c -> {
             Sql.list(c, "SELECT state FROM purchases WHERE id = ? FOR UPDATE", rs -> rs.getString(1), id);
@@ -110,7 +100,7 @@ class KeyAfterFailureTest {
     private String awaitHeld() throws InterruptedException {
         long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
         while (System.nanoTime() < until) {
-            var held = app.db.strings("SELECT id FROM purchases WHERE idempotency_key = ? AND state = 'HELD'", key);
+            var held = app.db().strings("SELECT id FROM purchases WHERE idempotency_key = ? AND state = 'HELD'", key);
             if (!held.isEmpty()) {
                 return held.getFirst();
             }

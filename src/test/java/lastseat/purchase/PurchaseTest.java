@@ -2,13 +2,15 @@ package lastseat.purchase;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import lastseat.payment.PaymentGateway;
-import lastseat.testkit.Ledger;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
+import lastseat.testkit.Ledger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -23,12 +25,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /** One purchase over HTTP for each answer the API promises, with what each leaves behind. */
 class PurchaseTest {
-    private TestApp app;
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.shared();
+
     private String event;
 
     @BeforeEach
     void setUp() {
-        app = TestApp.shared();
         event = app.newEvent("A1", "A2", "A3");
     }
 
@@ -40,7 +43,7 @@ class PurchaseTest {
 
     @Test
     void aBuyerGetsTheSeatTicketsAndOnePaymentCarryingThePurchaseKey() {
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(201);
         JsonNode purchase = answer.json();
@@ -52,20 +55,20 @@ class PurchaseTest {
         assertThat(purchase.path("tickets")).hasSize(1);
         assertThat(answer.header("Location")).isEqualTo("/purchases/" + purchase.path("id").asText());
         String key = PaymentGateway.idempotencyKey(purchase.path("id").asText());
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")).withHeader("Idempotency-Key", equalTo(key)));
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
-        JsonNode inventory = app.client.event(event);
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")).withHeader("Idempotency-Key", equalTo(key)));
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        JsonNode inventory = app.client().event(event);
         assertThat(inventory.path("sold").asInt()).isEqualTo(1);
         assertThat(inventory.path("held").asInt()).isZero();
-        assertThat(app.db.count("SELECT COUNT(*) FROM outbox WHERE purchase_id = ? AND kind = 'confirmation-email'",
-                                purchase.path("id").asText())).as("confirmation email queued with the confirmation").isEqualTo(1);
+        assertThat(app.db().count("SELECT COUNT(*) FROM outbox WHERE purchase_id = ? AND kind = 'confirmation-email'",
+                                  purchase.path("id").asText())).as("confirmation email queued with the confirmation").isEqualTo(1);
     }
 
     @Test
     void theTimelineShowsEveryStepWithItsStartAndEnd() {
-        String id = app.client.purchase(UUID.randomUUID().toString(), event, "A1").json().path("id").asText();
+        String id = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1").json().path("id").asText();
 
-        JsonNode purchase = app.client.get("/purchases/" + id).json();
+        JsonNode purchase = app.client().purchaseView(id);
 
         assertThat(purchase.path("state").asText()).isEqualTo("CONFIRMED");
         assertThat(purchase.path("timeline").findValuesAsText("step"))
@@ -78,10 +81,10 @@ class PurchaseTest {
 
     @Test
     void aTakenSeatIsRefusedByNameBeforeAnyOutsideCall() {
-        assertThat(app.client.purchase(UUID.randomUUID().toString(), event, "A1").status()).isEqualTo(201);
-        app.stubs.resetRequests();
+        assertThat(app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1").status()).isEqualTo(201);
+        app.stubs().resetRequests();
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A2", "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A2", "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(409);
         assertThat(answer.header("Content-Type")).isEqualTo("application/problem+json");
@@ -89,15 +92,15 @@ class PurchaseTest {
         assertThat(answer.json().path("seats").toString()).isEqualTo("[\"A1\"]");
         assertThat(answer.json().path("detail").asText()).isEqualTo("A1 is already taken");
         assertThat(app.purchaseCalls()).as("no outside call for a refused reservation").isEmpty();
-        assertThat(app.client.event(event).path("available").asInt()).as("A2 was not kept").isEqualTo(2);
+        assertThat(app.client().event(event).path("available").asInt()).as("A2 was not kept").isEqualTo(2);
     }
 
     @Test
     void aSoldOutQuantityIsRefusedBeforeAnyOutsideCall() {
-        assertThat(app.client.post("/purchases", UUID.randomUUID().toString(), quantityBody(2)).status()).isEqualTo(201);
-        app.stubs.resetRequests();
+        assertThat(app.client().post("/purchases", UUID.randomUUID().toString(), quantityBody(2)).status()).isEqualTo(201);
+        app.stubs().resetRequests();
 
-        Client.Answer answer = app.client.post("/purchases", UUID.randomUUID().toString(), quantityBody(2));
+        Answer answer = app.client().post("/purchases", UUID.randomUUID().toString(), quantityBody(2));
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(409);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:sold-out");
@@ -108,89 +111,89 @@ class PurchaseTest {
 
     @Test
     void aFraudDeclineIs403AndReleasesTheSeatWithoutAPaymentCall() {
-        Client.Answer answer = app.client.post("/purchases", UUID.randomUUID().toString(),
-                                               Client.buyerBody(event, "fraudster", "tok_ok", "A1"));
+        Answer answer = app.client().post("/purchases", UUID.randomUUID().toString(),
+                                          LastseatClient.buyerBody(event, "fraudster", "tok_ok", "A1"));
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(403);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:fraud-declined");
-        app.stubs.verify(0, postRequestedFor(urlPathEqualTo("/payments")));
-        assertThat(app.client.event(event).path("available").asInt()).isEqualTo(3);
-        assertThat(app.db.purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
+        app.stubs().verify(0, postRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(app.client().event(event).path("available").asInt()).isEqualTo(3);
+        assertThat(app.db().purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
     }
 
     @Test
     void aDeclinedPaymentIs402AndReleasesTheSeatWithNothingCaptured() {
-        Client.Answer answer = app.client.post("/purchases", UUID.randomUUID().toString(),
-                                               Client.buyerBody(event, "bob", "tok_declined", "A1"));
+        Answer answer = app.client().post("/purchases", UUID.randomUUID().toString(),
+                                          LastseatClient.buyerBody(event, "bob", "tok_declined", "A1"));
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(402);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:payment-declined");
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
         assertThat(Ledger.captures()).as("nothing captured").isEmpty();
-        assertThat(app.client.event(event).path("available").asInt()).isEqualTo(3);
-        assertThat(app.db.purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
+        assertThat(app.client().event(event).path("available").asInt()).isEqualTo(3);
+        assertThat(app.db().purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
     }
 
     @Test
     void aDownTaxServiceIs503WithRetryAfterAndReleasesTheSeat() {
-        app.stubs.stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500)));
+        app.stubs().stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500)));
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(503);
         assertThat(answer.header("Retry-After")).isEqualTo("1");
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:check-unavailable");
         assertThat(answer.json().path("service").asText()).isEqualTo("tax");
-        app.stubs.verify(0, postRequestedFor(urlPathEqualTo("/payments")));
+        app.stubs().verify(0, postRequestedFor(urlPathEqualTo("/payments")));
         Invariants.nothingHeld(app, event);
     }
 
     @Test
     void aPaymentRequestTheProviderRefusesIs502AndReleasesTheSeat() {
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(422)));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(422)));
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(502);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:payment-refused");
         assertThat(Ledger.payments()).isEmpty();
         Invariants.nothingHeld(app, event);
-        assertThat(app.db.purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
+        assertThat(app.db().purchaseState(purchaseOf(event))).isEqualTo("RELEASED");
     }
 
     @Test
     void anUnknownPaymentOutcomeIs202AndKeepsTheHoldWithExactlyOneCall() {
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(201).withFixedDelay(1500).withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(201).withFixedDelay(1500).withTransformers("ledger")));
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         assertThat(answer.json().path("state").asText()).isEqualTo("PAYMENT_UNKNOWN");
         assertThat(answer.elapsedMillis()).as("answered within the deadline + slack").isLessThan(800 + 150);
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
-        JsonNode inventory = app.client.event(event);
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        JsonNode inventory = app.client().event(event);
         assertThat(inventory.path("held").asInt()).as("the hold stays while the payment is unknown").isEqualTo(1);
         assertThat(Ledger.captures()).as("the provider did capture: only reconciliation may decide").hasSize(1);
-        assertThat(app.db.purchaseState(answer.json().path("id").asText())).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(app.db().purchaseState(answer.json().path("id").asText())).isEqualTo("PAYMENT_UNKNOWN");
         settleNow(answer.json().path("id").asText());
     }
 
     @Test
     void aProviderThatKeepsFailingIsAskedAgainOnlyUpToTheLimitAndAlwaysWithTheOneKey() {
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as("a 5xx does not prove that nothing was charged: " + answer).isEqualTo(202);
         String id = answer.json().path("id").asText();
-        var calls = app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments")));
+        var calls = app.stubs().findAll(postRequestedFor(urlPathEqualTo("/payments")));
         assertThat(calls).as("payment.max-attempts").hasSize(app.services().payments().config().maxAttempts());
         assertThat(calls).allSatisfy(call -> assertThat(call.getHeader("Idempotency-Key"))
                 .isEqualTo(PaymentGateway.idempotencyKey(id)));
-        assertThat(app.client.get("/purchases/" + id).json().path("timeline").findValuesAsText("step"))
+        assertThat(app.client().purchaseView(id).path("timeline").findValuesAsText("step"))
                 .as("each call is a step of the timeline").containsSubsequence("payment", "payment");
-        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(app.db().purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
         settleNow(id);
     }
 
@@ -199,84 +202,84 @@ class PurchaseTest {
     void aChargeCapturedBeforeAResetIsPendingWhenTheRetryIsRefusedNeverReleasedAsUncharged(int refusal) {
         // Two faults in a row: the provider captures and the connection resets; asked again with the same key, a
         // layer in front of it refuses. The refusal says nothing about what the first request did.
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-refused")
-                                  .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED)
-                                  .willSetStateTo("reset")
-                                  .willReturn(aResponse().withFault(com.github.tomakehurst.wiremock.http.Fault.CONNECTION_RESET_BY_PEER)
-                                                      .withTransformers("ledger")));
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-refused")
-                                  .whenScenarioStateIs("reset")
-                                  .willReturn(aResponse().withStatus(refusal)));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-refused")
+                                    .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED)
+                                    .willSetStateTo("reset")
+                                    .willReturn(aResponse().withFault(com.github.tomakehurst.wiremock.http.Fault.CONNECTION_RESET_BY_PEER)
+                                                        .withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-refused")
+                                    .whenScenarioStateIs("reset")
+                                    .willReturn(aResponse().withStatus(refusal)));
         String key = UUID.randomUUID().toString();
 
-        Client.Answer answer = app.client.purchase(key, event, "A1");
-        Client.Answer retry = app.client.purchase(key, event, "A1");
+        Answer answer = app.client().purchaseSeats(key, event, "A1");
+        Answer retry = app.client().purchaseSeats(key, event, "A1");
 
         assertThat(answer.status()).as("captured, so never an error that says nothing was charged: " + answer).isEqualTo(202);
         String id = answer.json().path("id").asText();
-        assertThat(app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments")))).hasSize(2);
+        assertThat(app.stubs().findAll(postRequestedFor(urlPathEqualTo("/payments")))).hasSize(2);
         assertThat(Ledger.captures()).as("the provider holds the capture").hasSize(1);
-        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
-        assertThat(app.client.event(event).path("held").asInt()).as("the seat stays held").isEqualTo(1);
+        assertThat(app.db().purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(app.client().event(event).path("held").asInt()).as("the seat stays held").isEqualTo(1);
         assertThat(retry.status()).as("the key's retry is told it is pending: " + retry).isEqualTo(202);
         settleNow(id);
-        assertThat(app.db.purchaseState(id)).as("the reconciler finds the capture").isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).as("the reconciler finds the capture").isEqualTo("CONFIRMED");
     }
 
     @Test
     void aChargeThatFailedAfterTheCaptureThenARefusedRetryIsPendingNeverReleasedAsUncharged() {
         // A 5xx may come after the provider charged; the second attempt is refused at the door (422 here stands for
         // any refusal of the request itself): still unknown, never "nothing was charged".
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("5xx-then-refused")
-                                  .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED)
-                                  .willSetStateTo("failed")
-                                  .willReturn(aResponse().withStatus(500).withTransformers("ledger")
-                                                      .withTransformerParameter("answerWith", 500)));
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("5xx-then-refused")
-                                  .whenScenarioStateIs("failed")
-                                  .willReturn(aResponse().withStatus(422)));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("5xx-then-refused")
+                                    .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED)
+                                    .willSetStateTo("failed")
+                                    .willReturn(aResponse().withStatus(500).withTransformers("ledger")
+                                                        .withTransformerParameter("answerWith", 500)));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("5xx-then-refused")
+                                    .whenScenarioStateIs("failed")
+                                    .willReturn(aResponse().withStatus(422)));
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         String id = answer.json().path("id").asText();
-        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(app.db().purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
         settleNow(id);
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
         assertThat(Ledger.captures()).hasSize(1);
     }
 
     @Test
     void aResetPaymentIsAskedAgainWithTheSameKeyAndConfirmedOnce() {
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-ok")
-                                  .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED)
-                                  .willSetStateTo("answered")
-                                  .willReturn(aResponse().withFault(com.github.tomakehurst.wiremock.http.Fault.CONNECTION_RESET_BY_PEER)
-                                                      .withTransformers("ledger")));
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-ok")
-                                  .whenScenarioStateIs("answered")
-                                  .willReturn(aResponse().withStatus(201).withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-ok")
+                                    .whenScenarioStateIs(com.github.tomakehurst.wiremock.stubbing.Scenario.STARTED)
+                                    .willSetStateTo("answered")
+                                    .willReturn(aResponse().withFault(com.github.tomakehurst.wiremock.http.Fault.CONNECTION_RESET_BY_PEER)
+                                                        .withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).inScenario("reset-then-ok")
+                                    .whenScenarioStateIs("answered")
+                                    .willReturn(aResponse().withStatus(201).withTransformers("ledger")));
 
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(201);
         String id = answer.json().path("id").asText();
-        var calls = app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments")));
+        var calls = app.stubs().findAll(postRequestedFor(urlPathEqualTo("/payments")));
         assertThat(calls).hasSize(2).allSatisfy(call -> assertThat(call.getHeader("Idempotency-Key"))
                 .isEqualTo(PaymentGateway.idempotencyKey(id)));
         assertThat(Ledger.captures()).as("the provider captured the reset call once, and answered the second with it").hasSize(1);
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
     }
 
     @Test
     void aChargeWhoseConfirmationIsRefusedIsAnswered202AndNeverChargedAgain() throws Exception {
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(201).withFixedDelay(400).withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(201).withFixedDelay(400).withTransformers("ledger")));
         String key = UUID.randomUUID().toString();
         var meddler = java.util.concurrent.CompletableFuture.runAsync(() -> {
             // Somebody else moves the purchase while its payment is under way (as a sweeper or a cancel could).
             long giveUp = System.nanoTime() + java.time.Duration.ofSeconds(5).toNanos();
-            while (app.db.count("SELECT COUNT(*) FROM purchases WHERE event_id = ? AND state = 'PAYING'", event) == 0) {
+            while (app.db().count("SELECT COUNT(*) FROM purchases WHERE event_id = ? AND state = 'PAYING'", event) == 0) {
                 if (System.nanoTime() > giveUp) {
                     throw new AssertionError("the purchase never reached PAYING");
                 }
@@ -286,9 +289,9 @@ class PurchaseTest {
                     "UPDATE purchases SET state = 'PAYMENT_UNKNOWN' WHERE event_id = ? AND state = 'PAYING'", event));
         });
 
-        Client.Answer answer = app.client.purchase(key, event, "A1");
+        Answer answer = app.client().purchaseSeats(key, event, "A1");
         meddler.get();
-        Client.Answer retry = app.client.purchase(key, event, "A1");
+        Answer retry = app.client().purchaseSeats(key, event, "A1");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         assertThat(answer.json().path("state").asText()).isEqualTo("PAYMENT_UNKNOWN");
@@ -296,8 +299,8 @@ class PurchaseTest {
         assertThat(retry.header("Idempotent-Replayed")).isEqualTo("true");
         assertThat(retry.json().path("id").asText()).isEqualTo(answer.json().path("id").asText());
         assertThat(retry.json().path("state").asText()).isEqualTo("PAYMENT_UNKNOWN");
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
-        assertThat(app.client.event(event).path("held").asInt()).as("the seat stays held for reconciliation").isEqualTo(1);
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(app.client().event(event).path("held").asInt()).as("the seat stays held for reconciliation").isEqualTo(1);
         settleNow(answer.json().path("id").asText());
     }
 
@@ -316,15 +319,14 @@ class PurchaseTest {
             Thread.currentThread().interrupt();
             throw new AssertionError("interrupted", e);
         }
-        assertThat(app.db.purchaseState(id)).as("settled").isIn("CONFIRMED", "RELEASED", "REFUNDED");
+        assertThat(app.db().purchaseState(id)).as("settled").isIn("CONFIRMED", "RELEASED", "REFUNDED");
     }
 
     private String quantityBody(int quantity) {
-        return "{\"eventId\":\"" + event + "\",\"quantity\":" + quantity
-               + ",\"buyer\":{\"id\":\"ada\",\"email\":\"ada@example.com\"},\"paymentToken\":\"tok_ok\"}";
+        return LastseatClient.quantityBody(event, quantity, "ada");
     }
 
     private String purchaseOf(String eventId) {
-        return app.db.strings("SELECT id FROM purchases WHERE event_id = ?", eventId).getFirst();
+        return app.db().strings("SELECT id FROM purchases WHERE event_id = ?", eventId).getFirst();
     }
 }

@@ -1,16 +1,15 @@
 package lastseat.purchase;
 
 import lastseat.payment.PaymentGateway;
-import lastseat.testkit.Ledger;
-import lastseat.support.Client;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
+import lastseat.testkit.Ledger;
 import lastseat.testkit.Together;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -45,26 +44,17 @@ import static org.assertj.core.api.Assertions.assertThat;
 class ReconcileTest {
     private static final Duration BACKOFF = Duration.ofMillis(400);
     private static final Duration GIVE_UP_AFTER = Duration.ofMinutes(1);
-    private static TestApp app;
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("reconcile.settle-time", "0ms",
+                                                           "reconcile.interval", "10m",
+                                                           "reconcile.backoff", BACKOFF.toMillis() + "ms",
+                                                           "reconcile.give-up-after", GIVE_UP_AFTER.toSeconds() + "s",
+                                                           "purchase.sweep-interval", "10m"));
+
     private String event;
-
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("reconcile.settle-time", "0ms",
-                                   "reconcile.interval", "10m",
-                                   "reconcile.backoff", BACKOFF.toMillis() + "ms",
-                                   "reconcile.give-up-after", GIVE_UP_AFTER.toSeconds() + "s",
-                                   "purchase.sweep-interval", "10m"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
 
     @BeforeEach
     void setUp() {
-        app.resetStubs();
         event = app.newEvent("A1");
     }
 
@@ -80,18 +70,18 @@ class ReconcileTest {
         String id = unknownPayment(key, true);
 
         int settled = app.services().purchaseWorkers().reconcileNow();
-        Client.Answer retry = app.client.purchase(key, event, "A1");
+        Answer retry = app.client().purchaseSeats(key, event, "A1");
 
         assertThat(settled).isEqualTo(1);
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
-        assertThat(app.db.count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id)).isEqualTo(1);
-        assertThat(app.db.strings("SELECT dedupe_key FROM outbox WHERE purchase_id = ?", id)).containsExactly(id + ":confirmation-email");
-        app.stubs.verify(1, getRequestedFor(urlPathEqualTo("/payments")).withQueryParam("idempotencyKey",
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id)).isEqualTo(1);
+        assertThat(app.db().strings("SELECT dedupe_key FROM outbox WHERE purchase_id = ?", id)).containsExactly(id + ":confirmation-email");
+        app.stubs().verify(1, getRequestedFor(urlPathEqualTo("/payments")).withQueryParam("idempotencyKey",
                 com.github.tomakehurst.wiremock.client.WireMock.equalTo(PaymentGateway.idempotencyKey(id))));
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
         assertThat(retry.status()).as("the client's retry is told the purchase is confirmed now: " + retry).isEqualTo(201);
         assertThat(retry.header("Idempotent-Replayed")).isEqualTo("true");
-        assertThat(app.client.get("/purchases/" + id).json().path("timeline").findValuesAsText("step")).contains("reconcile");
+        assertThat(app.client().purchaseView(id).path("timeline").findValuesAsText("step")).contains("reconcile");
     }
 
     @Test
@@ -99,12 +89,12 @@ class ReconcileTest {
         String key = UUID.randomUUID().toString();
         String id = unknownPayment(key, true);
 
-        Client.Answer retry = app.client.purchase(key, event, "A1");
+        Answer retry = app.client().purchaseSeats(key, event, "A1");
 
         assertThat(retry.status()).as(retry.toString()).isEqualTo(202);
         assertThat(retry.json().path("id").asText()).isEqualTo(id);
         assertThat(retry.json().path("state").asText()).isEqualTo("PAYMENT_UNKNOWN");
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
         app.services().purchaseWorkers().reconcileNow();
     }
 
@@ -118,9 +108,9 @@ class ReconcileTest {
         // "No payment with that key" is never believed on its own: the request may still arrive. The same
         // charge, sent again with the same key, settles it at the provider.
         assertThat(settled).isEqualTo(1);
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
         assertThat(Ledger.captures()).hasSize(1);
-        assertThat(app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments"))))
+        assertThat(app.stubs().findAll(postRequestedFor(urlPathEqualTo("/payments"))))
                 .as("the charge was sent again, with the purchase's one key")
                 .hasSize(1).allMatch(r -> r.getHeader("Idempotency-Key").equals(PaymentGateway.idempotencyKey(id)));
     }
@@ -128,9 +118,9 @@ class ReconcileTest {
     @Test
     void aCaptureTheProviderRecordsLateIsConfirmedBecauseTheChargeIsSentAgainNeverReleasedUnderIt() throws Exception {
         // The provider has the request but will process it 3 s after it arrived: until then it says it has nothing.
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(201)
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(201)
                 .withFixedDelay(1500).withTransformers("ledger").withTransformerParameter("processAfterMillis", 3000)));
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
         String id = answer.json().path("id").asText();
         app.resetStubs();
         assertThat(Ledger.payments()).as("the provider has not processed it yet").noneMatch(p -> id.equals(p.purchaseId()));
@@ -140,10 +130,10 @@ class ReconcileTest {
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         assertThat(settled).isEqualTo(1);
-        assertThat(app.db.purchaseState(id)).as("never released under a capture that was still coming").isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).as("never released under a capture that was still coming").isEqualTo("CONFIRMED");
         assertThat(Ledger.captures()).as("the provider decided once, for the key").hasSize(1)
                 .allMatch(p -> p.purchaseId().equals(id));
-        assertThat(app.db.strings("SELECT payment_id FROM purchases WHERE id = ?", id))
+        assertThat(app.db().strings("SELECT payment_id FROM purchases WHERE id = ?", id))
                 .containsExactly(Ledger.captures().getFirst().id());
     }
 
@@ -151,25 +141,25 @@ class ReconcileTest {
     void aLookupThatFindsNothingAndAResendWithoutAnAnswerLeaveThePurchaseUnknownItsSeatHeld() throws Exception {
         String id = unknownPayment(UUID.randomUUID().toString(), false);
         app.resetStubs();
-        app.stubs.stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(404)));
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        app.stubs().stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(404)));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
 
         int settled = app.services().purchaseWorkers().reconcileNow();
 
         assertThat(settled).isZero();
-        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
-        assertThat(app.client.event(event).path("held").asInt()).isEqualTo(1);
+        assertThat(app.db().purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(app.client().event(event).path("held").asInt()).isEqualTo(1);
         app.resetStubs();
         makeDue(id);
         assertThat(app.services().purchaseWorkers().reconcileNow()).isEqualTo(1);
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
     }
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"failed", "declined", "canceled"})
     void aLookupThatSaysThePaymentFailedReleasesThePurchaseAndItsSeatOnce(String status) throws Exception {
         String id = unknownPayment(UUID.randomUUID().toString(), false);
-        app.stubs.stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(200)
+        app.stubs().stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(200)
                 .withHeader("Content-Type", "application/json").withBody("{\"id\":\"pay_x\",\"status\":\"" + status + "\"}")));
 
         int settled = app.services().purchaseWorkers().reconcileNow();
@@ -177,17 +167,17 @@ class ReconcileTest {
 
         assertThat(settled).isEqualTo(1);
         assertThat(again).isZero();
-        assertThat(app.db.purchaseState(id)).isEqualTo("RELEASED");
-        assertThat(app.client.event(event).path("available").asInt()).isEqualTo(1);
-        assertThat(app.client.get("/purchases/" + id).json().path("reason").asText()).contains(status);
+        assertThat(app.db().purchaseState(id)).isEqualTo("RELEASED");
+        assertThat(app.client().event(event).path("available").asInt()).isEqualTo(1);
+        assertThat(app.client().purchaseView(id).path("reason").asText()).contains(status);
     }
 
     @Test
     void aDeclineTheProviderRecordsLateIsFoundByTheLookupAndReleases() throws Exception {
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(201)
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(201)
                 .withFixedDelay(1500).withTransformers("ledger").withTransformerParameter("decide", "decline")
                 .withTransformerParameter("processAfterMillis", 100)));
-        Client.Answer answer = app.client.purchase(UUID.randomUUID().toString(), event, "A1");
+        Answer answer = app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
         String id = answer.json().path("id").asText();
         awaitLedger(id, Duration.ofSeconds(5));
 
@@ -195,21 +185,21 @@ class ReconcileTest {
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         assertThat(settled).isEqualTo(1);
-        assertThat(app.db.purchaseState(id)).isEqualTo("RELEASED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("RELEASED");
         assertThat(Ledger.captures()).isEmpty();
-        app.stubs.verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
     }
 
     @Test
     void aProviderUnreachablePastGiveUpAfterShowsThePurchaseToAnOperatorNeverReleasesItAndStillSettlesIt() throws Exception {
         String id = unknownPayment(UUID.randomUUID().toString(), true);
-        app.stubs.stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        app.stubs().stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
         List<LogRecord> warnings = new CopyOnWriteArrayList<>();
         Handler handler = capture(warnings);
         try {
             app.services().purchaseWorkers().reconcileNow();
-            assertThat(app.db.purchaseState(id)).as("younger than give-up-after: still unknown").isEqualTo("PAYMENT_UNKNOWN");
+            assertThat(app.db().purchaseState(id)).as("younger than give-up-after: still unknown").isEqualTo("PAYMENT_UNKNOWN");
             // Its payment went unknown longer ago than give-up-after (a test clock in the row, not a sleep).
             app.services().db().read(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET unknown_since = ? WHERE id = ?",
                     OffsetDateTime.now().minus(GIVE_UP_AFTER).minusSeconds(1), id));
@@ -221,43 +211,43 @@ class ReconcileTest {
             Logger.getLogger(Reconciler.class.getName()).removeHandler(handler);
         }
 
-        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNRESOLVED");
-        assertThat(app.client.event(event).path("held").asInt()).as("its seat stays held").isEqualTo(1);
-        Client.Answer listed = app.client.get("/purchases?state=PAYMENT_UNRESOLVED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("PAYMENT_UNRESOLVED");
+        assertThat(app.client().event(event).path("held").asInt()).as("its seat stays held").isEqualTo(1);
+        Answer listed = app.client().get("/purchases?state=PAYMENT_UNRESOLVED");
         assertThat(listed.json().path("count").asInt()).isEqualTo(1);
         assertThat(listed.json().path("items").get(0).path("id").asText()).isEqualTo(id);
         assertThat(listed.json().path("items").get(0).path("ageSeconds").asLong()).isGreaterThan(GIVE_UP_AFTER.toSeconds());
-        assertThat(app.client.get("/observe/metrics").body()).containsPattern("lastseat_payments_unresolved\\{[^}]*} 1.0");
+        assertThat(app.client().metrics()).containsPattern("lastseat_payments_unresolved\\{[^}]*} 1.0");
         assertThat(warnings).as("logged once, at the move").filteredOn(r -> r.getMessage().contains(id)).hasSize(1);
 
         app.resetStubs();
         makeDue(id);
         assertThat(app.services().purchaseWorkers().reconcileNow()).as("still asked, and settled once it answers").isEqualTo(1);
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
         assertThat(Ledger.captures()).hasSize(1);
     }
 
     @Test
     void aProviderThatCannotAnswerLeavesThePurchaseUnknownAndItIsAskedAgainAfterABackoff() throws Exception {
         String id = unknownPayment(UUID.randomUUID().toString(), true);
-        var unreachable = app.stubs.stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        var unreachable = app.stubs().stubFor(get(urlPathEqualTo("/payments")).atPriority(1).willReturn(aResponse().withStatus(503)));
         Instant asked = Instant.now();
 
         int settled = app.services().purchaseWorkers().reconcileNow();
 
         assertThat(settled).isZero();
-        assertThat(app.db.purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
-        assertThat(app.db.count("SELECT check_attempts FROM purchases WHERE id = ?", id)).isEqualTo(1);
+        assertThat(app.db().purchaseState(id)).isEqualTo("PAYMENT_UNKNOWN");
+        assertThat(app.db().count("SELECT check_attempts FROM purchases WHERE id = ?", id)).isEqualTo(1);
         Instant next = nextCheck(id);
         assertThat(next).as("jittered backoff: between half of it and all of it")
                 .isBetween(asked.plus(BACKOFF.dividedBy(2)), Instant.now().plus(BACKOFF));
-        assertThat(app.client.get("/observe/metrics").body()).containsPattern("lastseat_payments_unknown\\{[^}]*} 1.0");
+        assertThat(app.client().metrics()).containsPattern("lastseat_payments_unknown\\{[^}]*} 1.0");
         assertThat(app.services().purchaseWorkers().reconcileNow()).as("not due again before its backoff").isZero();
 
-        app.stubs.removeStub(unreachable);
+        app.stubs().removeStub(unreachable);
         sleepUntil(next);
         assertThat(app.services().purchaseWorkers().reconcileNow()).isEqualTo(1);
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
     }
 
     @Test
@@ -274,9 +264,9 @@ class ReconcileTest {
         });
 
         assertThat(settled.stream().mapToInt(Integer::intValue).sum()).isEqualTo(1);
-        app.stubs.verify(1, getRequestedFor(urlPathEqualTo("/payments")));
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
-        assertThat(app.db.count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id)).isEqualTo(1);
+        app.stubs().verify(1, getRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id)).isEqualTo(1);
     }
 
     @Test
@@ -291,18 +281,18 @@ class ReconcileTest {
 
         assertThat(settled).isEqualTo(1);
         assertThat(again).isZero();
-        assertThat(app.db.purchaseState(id)).isEqualTo("REFUNDED");
-        assertThat(app.db.strings("SELECT dedupe_key FROM outbox WHERE purchase_id = ? AND kind = 'refund'", id))
+        assertThat(app.db().purchaseState(id)).isEqualTo("REFUNDED");
+        assertThat(app.db().strings("SELECT dedupe_key FROM outbox WHERE purchase_id = ? AND kind = 'refund'", id))
                 .containsExactly(id + ":refund");
-        assertThat(app.db.count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id)).isZero();
+        assertThat(app.db().count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id)).isZero();
     }
 
     /** A purchase whose payment outcome is unknown: the provider answers after the deadline. */
     private String unknownPayment(String key, boolean providerRecordsIt) {
         var stub = aResponse().withStatus(201).withFixedDelay(1500);
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
-                                  .willReturn(providerRecordsIt ? stub.withTransformers("ledger") : stub));
-        Client.Answer answer = app.client.purchase(key, event, "A1");
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                    .willReturn(providerRecordsIt ? stub.withTransformers("ledger") : stub));
+        Answer answer = app.client().purchaseSeats(key, event, "A1");
         assertThat(answer.status()).as(answer.toString()).isEqualTo(202);
         return answer.json().path("id").asText();
     }

@@ -3,15 +3,14 @@ package lastseat.purchase;
 import lastseat.db.Sql;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Order;
-import lastseat.testkit.Ledger;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Ledger;
 import lastseat.web.Json;
 import lastseat.web.Reply;
 import lastseat.work.Deadline;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
 import java.time.OffsetDateTime;
@@ -32,23 +31,14 @@ import static org.assertj.core.api.Assertions.assertThat;
  * it from the provider's ledger.
  */
 class StoppedMidPaymentTest {
-    private static TestApp app;
-
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("purchase.sweep-interval", "10m", "reconcile.interval", "10m", "reconcile.settle-time", "0ms"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("purchase.sweep-interval", "10m", "reconcile.interval", "10m", "reconcile.settle-time", "0ms"));
 
     @Test
     void aPurchaseCutDuringItsPaymentIsAnswered202AndSettledByTheProvidersLedger() throws Exception {
         String event = app.newEvent("A1");
-        app.stubs.stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
-                                  .willReturn(aResponse().withStatus(201).withFixedDelay(600).withTransformers("ledger")));
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(201).withFixedDelay(600).withTransformers("ledger")));
         String key = UUID.randomUUID().toString();
         byte[] body = ("{\"eventId\":\"" + event + "\"}").getBytes();
         PurchaseRoutes routes = app.services().purchaseRoutes();
@@ -64,8 +54,8 @@ class StoppedMidPaymentTest {
 
         assertThat(reply.get().status()).as(new String(reply.get().body())).isEqualTo(202);
         String id = Json.tree(new String(reply.get().body())).path("id").asText();
-        assertThat(app.db.purchaseState(id)).as("left for recovery, seats held").isEqualTo("PAYING");
-        assertThat(app.db.strings("SELECT state FROM idempotency_keys WHERE idem_key = ?", key))
+        assertThat(app.db().purchaseState(id)).as("left for recovery, seats held").isEqualTo("PAYING");
+        assertThat(app.db().strings("SELECT state FROM idempotency_keys WHERE idem_key = ?", key))
                 .as("the key stays taken: a retry must not start a second purchase").containsExactly("IN_FLIGHT");
 
         app.services().db().read(c -> Sql.update(c, "UPDATE purchases SET updated_at = ? WHERE id = ?",
@@ -73,7 +63,7 @@ class StoppedMidPaymentTest {
         app.services().purchaseWorkers().sweepNow();
         awaitCapture(id);
         app.services().purchaseWorkers().reconcileNow();
-        assertThat(app.db.purchaseState(id)).isEqualTo("CONFIRMED");
+        assertThat(app.db().purchaseState(id)).isEqualTo("CONFIRMED");
         assertThat(Ledger.captures()).filteredOn(p -> id.equals(p.purchaseId())).hasSize(1);
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);
@@ -81,7 +71,7 @@ class StoppedMidPaymentTest {
 
     private static void awaitPaymentAtTheProvider() throws InterruptedException {
         long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-        while (app.stubs.getAllServeEvents().stream().noneMatch(e -> e.getRequest().getUrl().equals("/payments"))) {
+        while (app.stubs().getAllServeEvents().stream().noneMatch(e -> e.getRequest().getUrl().equals("/payments"))) {
             if (System.nanoTime() > until) {
                 throw new AssertionError("the payment never reached the provider");
             }

@@ -5,11 +5,10 @@ import lastseat.db.Sql;
 import lastseat.inventory.Hold;
 import lastseat.inventory.Order;
 import lastseat.support.Invariants;
-import lastseat.support.TestApp;
+import lastseat.support.LastseatApp;
 import lastseat.work.Timeline;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -34,17 +33,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * not have cannot be asked for at all.
  */
 class TransitionTableTest {
-    private static TestApp app;
-
-    @BeforeAll
-    static void start() {
-        app = TestApp.start(Map.of("purchase.sweep-interval", "10m", "reconcile.interval", "10m"));
-    }
-
-    @AfterAll
-    static void stop() {
-        app.close();
-    }
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("purchase.sweep-interval", "10m", "reconcile.interval", "10m"));
 
     @Test
     void theTableHasTheMovesOfTheDesignAndNoOthers() {
@@ -120,11 +110,11 @@ class TransitionTableTest {
     /** What a move may change about one purchase. */
     private record Snapshot(String state, String seat, long tickets, List<String> outbox) {
         static Snapshot of(String id) {
-            return new Snapshot(app.db.purchaseState(id),
-                                app.db.strings("SELECT s.state FROM seats s JOIN purchase_seats ps ON ps.event_id = s.event_id "
-                                               + "AND ps.label = s.label WHERE ps.purchase_id = ?", id).getFirst(),
-                                app.db.count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id),
-                                app.db.strings("SELECT kind FROM outbox WHERE purchase_id = ? ORDER BY kind", id));
+            return new Snapshot(app.db().purchaseState(id),
+                                app.db().strings("SELECT s.state FROM seats s JOIN purchase_seats ps ON ps.event_id = s.event_id "
+                                                 + "AND ps.label = s.label WHERE ps.purchase_id = ?", id).getFirst(),
+                                app.db().count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id),
+                                app.db().strings("SELECT kind FROM outbox WHERE purchase_id = ? ORDER BY kind", id));
         }
     }
 

@@ -25,10 +25,10 @@ public final class Invariants {
      * I1, I2 and I3 for one event: a confirmed purchase was captured exactly once, a released one
      * never, an open one at most once; and every payment request for a purchase carried its one key.
      */
-    public static void hold(TestApp app, String eventId) {
+    public static void hold(LastseatApp app, String eventId) {
         seatsAreConsistent(app, eventId);
-        List<LoggedRequest> requests = app.stubs.findAll(postRequestedFor(urlPathEqualTo("/payments")));
-        for (String purchase : app.db.strings("SELECT id || ' ' || state FROM purchases WHERE event_id = ?", eventId)) {
+        List<LoggedRequest> requests = app.stubs().findAll(postRequestedFor(urlPathEqualTo("/payments")));
+        for (String purchase : app.db().strings("SELECT id || ' ' || state FROM purchases WHERE event_id = ?", eventId)) {
             String id = purchase.split(" ")[0];
             String state = purchase.split(" ")[1];
             long captures = Ledger.captures().stream().filter(p -> id.equals(p.purchaseId())).count();
@@ -45,34 +45,34 @@ public final class Invariants {
     }
 
     /** I1 and I2: seat states agree with their purchases and tickets, and add up to capacity. */
-    public static void seatsAreConsistent(TestApp app, String eventId) {
-        JsonNode event = app.client.event(eventId);
+    public static void seatsAreConsistent(LastseatApp app, String eventId) {
+        JsonNode event = app.client().event(eventId);
         assertThat(event.path("available").asInt() + event.path("held").asInt() + event.path("sold").asInt())
                 .as("I2: available + held + sold = capacity").isEqualTo(event.path("capacity").asInt());
-        assertThat(app.db.count("SELECT COUNT(*) FROM (SELECT label FROM tickets WHERE event_id = ? GROUP BY label "
-                                + "HAVING COUNT(*) > 1) doubles", eventId))
+        assertThat(app.db().count("SELECT COUNT(*) FROM (SELECT label FROM tickets WHERE event_id = ? GROUP BY label "
+                                  + "HAVING COUNT(*) > 1) doubles", eventId))
                 .as("I1: no seat has two tickets").isZero();
-        assertThat(app.db.count("SELECT COUNT(*) FROM tickets WHERE event_id = ?", eventId))
+        assertThat(app.db().count("SELECT COUNT(*) FROM tickets WHERE event_id = ?", eventId))
                 .as("I1: every sold seat has exactly one ticket").isEqualTo(event.path("sold").asLong());
-        assertThat(app.db.count("SELECT COUNT(*) FROM seats s JOIN purchases p ON p.id = s.purchase_id "
-                                + "WHERE s.event_id = ? AND s.state = 'SOLD' AND p.state <> 'CONFIRMED'", eventId))
+        assertThat(app.db().count("SELECT COUNT(*) FROM seats s JOIN purchases p ON p.id = s.purchase_id "
+                                  + "WHERE s.event_id = ? AND s.state = 'SOLD' AND p.state <> 'CONFIRMED'", eventId))
                 .as("sold seats belong to confirmed purchases").isZero();
-        assertThat(app.db.count("SELECT COUNT(*) FROM seats s JOIN purchases p ON p.id = s.purchase_id "
-                                + "WHERE s.event_id = ? AND s.state = 'HELD' AND p.state NOT IN ('HELD', 'PAYING', 'PAYMENT_UNKNOWN', 'PAYMENT_UNRESOLVED')",
-                                eventId))
+        assertThat(app.db().count("SELECT COUNT(*) FROM seats s JOIN purchases p ON p.id = s.purchase_id "
+                                  + "WHERE s.event_id = ? AND s.state = 'HELD' AND p.state NOT IN ('HELD', 'PAYING', 'PAYMENT_UNKNOWN', 'PAYMENT_UNRESOLVED')",
+                                  eventId))
                 .as("held seats belong to open purchases").isZero();
     }
 
     /** Every bulkhead permit and pool connection is back. */
-    public static void resourcesCameBack(TestApp app) {
+    public static void resourcesCameBack(LastseatApp app) {
         int permits = app.services().payments().config().permits();
         awaitTrue(() -> app.services().payments().availablePermits() == permits, "all " + permits + " payment permits back");
         awaitTrue(() -> app.services().db().activeConnections() == 0, "no pool connection still in use");
     }
 
     /** No seat of the event is held. */
-    public static void nothingHeld(TestApp app, String eventId) {
-        assertThat(app.client.event(eventId).path("held").asInt()).as("held seats").isZero();
+    public static void nothingHeld(LastseatApp app, String eventId) {
+        assertThat(app.client().event(eventId).path("held").asInt()).as("held seats").isZero();
     }
 
     private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) {

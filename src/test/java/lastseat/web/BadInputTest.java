@@ -4,18 +4,20 @@ import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.testing.junit5.ServerTest;
 import io.helidon.webserver.testing.junit5.SetUpRoute;
 import lastseat.Main;
-import lastseat.support.TestApp;
+import lastseat.support.Invariants;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
+import java.util.Map;
 import java.util.UUID;
 import java.util.stream.Stream;
 
@@ -23,28 +25,26 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Bad input gets a clear problem and changes nothing: no purchase, no key, no seat, no outside call.
- * Runs on a server built by {@code @ServerTest} from {@link Main#routing}, over the shared services.
+ * Runs on a server built by {@code @ServerTest} from {@link Main#routing}, over the shared services;
+ * the bodies go out as the raw bytes a careless or hostile client sends, through the typed client's raw post.
  */
 @ServerTest
 class BadInputTest {
-    private static final TestApp APP = TestApp.shared();
+    // @ServerTest builds its routing before this extension's callbacks run: APP starts on that first use.
+    @RegisterExtension
+    static final LastseatApp APP = LastseatApp.shared();
+
     private static final String EVENT = APP.newEvent("A1", "A2", "A3", "A4", "A5");
 
-    private final URI uri;
-    private final HttpClient http = HttpClient.newHttpClient();
+    private final LastseatClient client;
 
     BadInputTest(URI uri) {
-        this.uri = uri;
+        this.client = new LastseatClient(uri);
     }
 
     @SetUpRoute
     static void routing(HttpRouting.Builder routing) {
         Main.routing(routing, APP.services());
-    }
-
-    @BeforeEach
-    void cleanStubs() {
-        APP.resetStubs();
     }
 
     static Stream<Arguments> badPurchases() {
@@ -71,37 +71,33 @@ class BadInputTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("badPurchases")
-    void aBadPurchaseGetsAProblemAndChangesNothing(String what, String body, int status, String kind) throws Exception {
-        long keysBefore = APP.db.count("SELECT COUNT(*) FROM idempotency_keys");
-        long purchasesBefore = APP.db.count("SELECT COUNT(*) FROM purchases");
+    void aBadPurchaseGetsAProblemAndChangesNothing(String what, String body, int status, String kind) {
+        long keysBefore = APP.db().count("SELECT COUNT(*) FROM idempotency_keys");
+        long purchasesBefore = APP.db().count("SELECT COUNT(*) FROM purchases");
 
-        HttpResponse<String> answer = http.send(HttpRequest.newBuilder(uri.resolve("/purchases"))
-                .header("Content-Type", "application/json")
-                .header("Idempotency-Key", UUID.randomUUID().toString())
-                .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8)).build(),
-                HttpResponse.BodyHandlers.ofString());
+        Answer answer = client.post("/purchases", Map.of("Content-Type", "application/json",
+                                                         "Idempotency-Key", UUID.randomUUID().toString()),
+                                    body.getBytes(StandardCharsets.UTF_8));
 
-        assertThat(answer.statusCode()).as(answer.body()).isEqualTo(status);
-        assertThat(answer.headers().firstValue("Content-Type")).hasValue("application/problem+json");
+        assertThat(answer.status()).as(answer.body()).isEqualTo(status);
+        assertThat(answer.header("Content-Type")).isEqualTo("application/problem+json");
         assertThat(answer.body()).contains("\"type\":\"urn:lastseat:problem:" + kind + "\"").contains("\"detail\":");
-        assertThat(APP.db.count("SELECT COUNT(*) FROM idempotency_keys")).isEqualTo(keysBefore);
-        assertThat(APP.db.count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
-        assertThat(APP.client.event(EVENT).path("available").asInt()).isEqualTo(5);
+        assertThat(APP.db().count("SELECT COUNT(*) FROM idempotency_keys")).isEqualTo(keysBefore);
+        assertThat(APP.db().count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
+        assertThat(APP.client().event(EVENT).path("available").asInt()).isEqualTo(5);
         assertThat(APP.purchaseCalls()).isEmpty();
     }
 
-    @org.junit.jupiter.api.Test
-    void aBodyThatIsNotJsonIs415AndChangesNothing() throws Exception {
-        long purchasesBefore = APP.db.count("SELECT COUNT(*) FROM purchases");
+    @Test
+    void aBodyThatIsNotJsonIs415AndChangesNothing() {
+        long purchasesBefore = APP.db().count("SELECT COUNT(*) FROM purchases");
 
-        HttpResponse<String> answer = http.send(HttpRequest.newBuilder(uri.resolve("/purchases"))
-                .header("Content-Type", "text/plain")
-                .header("Idempotency-Key", UUID.randomUUID().toString())
-                .POST(HttpRequest.BodyPublishers.ofString("A1 please")).build(), HttpResponse.BodyHandlers.ofString());
+        Answer answer = client.post("/purchases", Map.of("Content-Type", "text/plain", "Idempotency-Key", UUID.randomUUID().toString()),
+                                    "A1 please".getBytes(StandardCharsets.UTF_8));
 
-        assertThat(answer.statusCode()).as(answer.body()).isEqualTo(415);
+        assertThat(answer.status()).as(answer.body()).isEqualTo(415);
         assertThat(answer.body()).contains("urn:lastseat:problem:unsupported-media-type");
-        assertThat(APP.db.count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
+        assertThat(APP.db().count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
     }
 
     static Stream<Arguments> badEvents() {
@@ -117,20 +113,18 @@ class BadInputTest {
 
     @ParameterizedTest(name = "{0}")
     @MethodSource("badEvents")
-    void aBadEventGets400AndCreatesNothing(String what, String body) throws Exception {
-        long eventsBefore = APP.db.count("SELECT COUNT(*) FROM events");
+    void aBadEventGets400AndCreatesNothing(String what, String body) {
+        long eventsBefore = APP.db().count("SELECT COUNT(*) FROM events");
 
-        HttpResponse<String> answer = http.send(HttpRequest.newBuilder(uri.resolve("/events"))
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+        Answer answer = client.post("/events", Map.of("Content-Type", "application/json"), body.getBytes(StandardCharsets.UTF_8));
 
-        assertThat(answer.statusCode()).as(answer.body()).isEqualTo(400);
-        assertThat(answer.headers().firstValue("Content-Type")).hasValue("application/problem+json");
-        assertThat(APP.db.count("SELECT COUNT(*) FROM events")).isEqualTo(eventsBefore);
+        assertThat(answer.status()).as(answer.body()).isEqualTo(400);
+        assertThat(answer.header("Content-Type")).isEqualTo("application/problem+json");
+        assertThat(APP.db().count("SELECT COUNT(*) FROM events")).isEqualTo(eventsBefore);
     }
 
     @AfterEach
     void poolConnectionsCameBack() {
-        lastseat.support.Invariants.resourcesCameBack(APP);
+        Invariants.resourcesCameBack(APP);
     }
 }

@@ -1,9 +1,10 @@
 package lastseat.bench;
 
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
+import lastseat.testkit.StubsClient;
 import lastseat.testkit.Together;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.client.ResponseDefinitionBuilder;
 import lastseat.testkit.InFlight;
@@ -14,11 +15,9 @@ import org.HdrHistogram.Histogram;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -28,6 +27,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.OptionalDouble;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.ExecutorService;
@@ -51,11 +51,14 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.wireMoc
  * tiny (bin/test does, to keep this working; no figure is asserted).
  */
 public final class Bench {
-    private static final ObjectMapper JSON = new ObjectMapper();
     private final boolean smoke;
     private final WireMockServer stubs;
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).executor(Executors.newVirtualThreadPerTaskExecutor()).build();
+    /**
+     * One JDK client for the whole run, pointed at each scenario's server with {@code on(server.url())};
+     * a purchase may wait for a minute before the load generator counts it as failed.
+     */
+    private final LastseatClient lastseat = new LastseatClient(URI.create("http://127.0.0.1/"), LastseatClient.CONNECT_TIMEOUT,
+                                                               Duration.ofSeconds(60));
     private final List<Row> rows = new ArrayList<>();
 
     /** One line of the table: a figure, the limit it is compared with, and their ratio. */
@@ -157,11 +160,12 @@ public final class Bench {
         try (ServerProcess server = server("overload", Map.of())) {
             String event = newEvent(server, 10_000);
             warmUp(server);
-            admin("DELETE", "/__admin/ledger");
+            StubsClient admin = stubsAdmin();
+            admin.clearLedger();
             Load load = open(rate, length, i -> purchase(server, event));
             System.out.println("   " + load);
             double confirmedPerSecond = load.count(201) / load.seconds();
-            int most = adminJson("/__admin/ledger").path("maxPaymentsInFlight").asInt();
+            int most = admin.ledger().path("maxPaymentsInFlight").asInt();
             add("confirmed purchases/s, arrivals " + (int) rate + "/s, payment 200 ms", String.format(Locale.ROOT, "%.1f/s", confirmedPerSecond),
                 "Little's law: 20 permits / 0.2 s = 100/s", ratio(confirmedPerSecond / 100));
             add("most payment calls the provider saw at once (with calls given up at the deadline)", Integer.toString(most),
@@ -396,24 +400,22 @@ public final class Bench {
 
     // --- plumbing ---
 
-    record Answer(int status, String body) {
+    /** One purchase of any one seat; a failed exchange is an answer too (599, or 598 when interrupted), counted by its status. */
+    private Answer purchase(ServerProcess server, String event) {
+        try {
+            return lastseat.on(server.url()).purchaseQuantity(UUID.randomUUID().toString(), event, 1, "bench");
+        } catch (UncheckedIOException e) {
+            return failed(599, String.valueOf(e.getCause()));
+        } catch (IllegalStateException e) {
+            if (!Thread.currentThread().isInterrupted()) {
+                throw e;
+            }
+            return failed(598, "interrupted");
+        }
     }
 
-    private Answer purchase(ServerProcess server, String event) {
-        String body = "{\"eventId\":\"" + event + "\",\"quantity\":1,\"buyer\":{\"id\":\"bench\",\"email\":\"bench@example.com\"},"
-                      + "\"paymentToken\":\"tok_ok\"}";
-        try {
-            HttpResponse<String> response = http.send(HttpRequest.newBuilder(server.url().resolve("/purchases"))
-                    .timeout(Duration.ofSeconds(60)).header("Content-Type", "application/json")
-                    .header("Idempotency-Key", UUID.randomUUID().toString())
-                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
-            return new Answer(response.statusCode(), response.body());
-        } catch (IOException e) {
-            return new Answer(599, e.toString());
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return new Answer(598, "interrupted");
-        }
+    private static Answer failed(int status, String why) {
+        return new Answer(status, Map.of(), why.getBytes(StandardCharsets.UTF_8), 0);
     }
 
     private void warmUp(ServerProcess server) {
@@ -422,23 +424,16 @@ public final class Bench {
     }
 
     private String newEvent(ServerProcess server, int capacity) {
-        try {
-            HttpResponse<String> response = http.send(HttpRequest.newBuilder(server.url().resolve("/events"))
-                    .header("Content-Type", "application/json")
-                    .POST(HttpRequest.BodyPublishers.ofString("{\"name\":\"Bench\",\"capacity\":" + capacity
-                                                              + ",\"price\":\"40.00\",\"currency\":\"EUR\"}")).build(),
-                    HttpResponse.BodyHandlers.ofString());
-            return JSON.readTree(response.body()).path("id").asText();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException(e);
-        }
+        return lastseat.on(server.url()).newEvent(capacity);
     }
 
     private ServerProcess server(String label, Map<String, String> settings) throws IOException {
         return ServerProcess.start(Files.createTempDirectory("lastseat-bench-" + label.replaceAll("[^A-Za-z0-9-]", "-")), stubsUri(), settings);
+    }
+
+    /** The stubs' admin API over HTTP, as a drill reads it; the port exists once the stubs have started. */
+    private StubsClient stubsAdmin() {
+        return new StubsClient(stubsUri());
     }
 
     private URI stubsUri() {
@@ -460,25 +455,13 @@ public final class Bench {
         return millis > 0 ? response.withFixedDelay(millis) : response;
     }
 
-    private void admin(String method, String path) throws IOException, InterruptedException {
-        http.send(HttpRequest.newBuilder(stubsUri().resolve(path)).method(method, HttpRequest.BodyPublishers.noBody()).build(),
-                  HttpResponse.BodyHandlers.discarding());
-    }
-
-    private JsonNode adminJson(String path) throws IOException, InterruptedException {
-        return JSON.readTree(http.send(HttpRequest.newBuilder(stubsUri().resolve(path)).build(),
-                                       HttpResponse.BodyHandlers.ofString()).body());
-    }
-
     /** Heap in use, from the server's own metrics; {@code settled} asks for a full GC first (jcmd) so idle means idle. */
     private long heapUsed(ServerProcess server, boolean settled) throws IOException, InterruptedException {
         if (settled) {
             jcmd(server, "GC.run");
         }
-        String metrics = http.send(HttpRequest.newBuilder(server.url().resolve("/observe/metrics")).header("Accept", "text/plain").build(),
-                                   HttpResponse.BodyHandlers.ofString()).body();
-        return metrics.lines().filter(l -> l.startsWith("memory_usedHeap_bytes"))
-                .map(l -> (long) Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).findFirst().orElse(-1L);
+        OptionalDouble heap = lastseat.on(server.url()).metric("memory_usedHeap_bytes");
+        return heap.isPresent() ? (long) heap.getAsDouble() : -1L;
     }
 
     private static long rss(ServerProcess server) throws IOException {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import lastseat.testkit.Answer;
 
 /**
  * Faults in the fraud and tax checks (step 2). Under each, the purchase must end within the
@@ -41,7 +42,7 @@ final class CheckDrills {
         target.stub(Faults.slowCheck(Faults.FRAUD, 5000));
         target.stub(Faults.slowCheck(Faults.TAX, 1000));
 
-        Target.Answer answer = target.buyOne(event);
+        Answer answer = target.buyOne(event);
 
         findings.check(answer.status() == 504 && answer.type().equals("deadline-passed"),
                        "answered 504 deadline-passed (got " + answer.status() + " " + answer.type() + ")");
@@ -59,7 +60,7 @@ final class CheckDrills {
         target.stub(Faults.after(100, fault));
         target.stub(Faults.slowCheck(slowPath, 2000));
 
-        Target.Answer answer = target.buyOne(event);
+        Answer answer = target.buyOne(event);
 
         String service = answer.body().startsWith("{") ? answer.json().path("service").asText() : "";
         findings.check(answer.status() == 503 && answer.type().equals("check-unavailable") && service.equals(failing),
@@ -79,7 +80,7 @@ final class CheckDrills {
         for (String fault : List.of("MALFORMED_RESPONSE_CHUNK", "RANDOM_DATA_THEN_CLOSE", "EMPTY_RESPONSE")) {
             target.stub(Faults.fault(Faults.TAX, fault));
 
-            Target.Answer answer = target.buyOne(event);
+            Answer answer = target.buyOne(event);
 
             findings.check(answer.status() == 503 && "application/problem+json".equals(answer.header("Content-Type")),
                            fault + ": a clean 503 problem (" + answer.status() + " " + answer.type() + ", "
@@ -104,7 +105,7 @@ final class CheckDrills {
         target.stub(Faults.lognormalCheck(Faults.TAX, median, sigma));
         target.warmConnections(settings.longTailConcurrency());
 
-        List<Target.Answer> answers = Target.atMost(settings.longTailConcurrency(), n, i -> target.buyOne(event));
+        List<Answer> answers = Target.atMost(settings.longTailConcurrency(), n, i -> target.buyOne(event));
 
         long misses = answers.stream().filter(a -> a.status() != 201).count();
         double observed = (double) misses / n;
@@ -147,7 +148,7 @@ final class CheckDrills {
         return z >= 0 ? 1 - tail : tail;
     }
 
-    static void inTime(Target.Answer answer, Settings settings, Findings findings) {
+    static void inTime(Answer answer, Settings settings, Findings findings) {
         findings.check(answer.serverMillis() <= settings.answerBoundMillis(),
                        "answered in " + answer.serverMillis() + " ms (" + answer.elapsedMillis() + " ms at the drill) <= deadline + slack "
                        + settings.answerBoundMillis() + " ms (I5)");
@@ -155,9 +156,9 @@ final class CheckDrills {
     }
 
     /** I5 for a crowd: the slowest answer on the server's clock; the drill's view is reported beside it. */
-    static long slowest(List<Target.Answer> answers, Settings settings, Findings findings) {
-        long server = answers.stream().mapToLong(Target.Answer::serverMillis).max().orElse(0);
-        long client = answers.stream().mapToLong(Target.Answer::elapsedMillis).max().orElse(0);
+    static long slowest(List<Answer> answers, Settings settings, Findings findings) {
+        long server = answers.stream().mapToLong(Answer::serverMillis).max().orElse(0);
+        long client = answers.stream().mapToLong(Answer::elapsedMillis).max().orElse(0);
         findings.check(server <= settings.answerBoundMillis(), "slowest answer " + server + " ms on the server (" + client
                        + " ms at the drill) <= deadline + slack " + settings.answerBoundMillis() + " ms (I5)");
         return server;

@@ -1,5 +1,7 @@
 package lastseat.drills;
 
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import com.fasterxml.jackson.databind.JsonNode;
 
@@ -70,12 +72,12 @@ final class LifecycleDrills {
 
             String event = own.newEvent("A1", "A2");
             String slowChecks = own.stub(Faults.slowCheck(Faults.FRAUD, 2000));
-            Target.Answer late = own.purchase(UUID.randomUUID().toString(), Target.purchaseBody(event, "A1", "ada"));
+            Answer late = own.purchase(UUID.randomUUID().toString(), LastseatClient.buyerBody(event, "ada", "tok_ok", "A1"));
             own.unstub(slowChecks);
-            Target.Answer next = own.purchase(UUID.randomUUID().toString(), Target.purchaseBody(event, "A1", "bob"));
+            Answer next = own.purchase(UUID.randomUUID().toString(), LastseatClient.buyerBody(event, "bob", "tok_ok", "A1"));
 
             String slowPayment = own.stub(Faults.slowPayment(2000));
-            Target.Answer paidLate = own.purchase(UUID.randomUUID().toString(), Target.purchaseBody(event, "A2", "cy"));
+            Answer paidLate = own.purchase(UUID.randomUUID().toString(), LastseatClient.buyerBody(event, "cy", "tok_ok", "A2"));
             own.unstub(slowPayment);
 
             String lateId = "(none)";
@@ -109,14 +111,14 @@ final class LifecycleDrills {
         String event = target.newEvent(1);
         target.stub(Faults.slowPayment((int) settings.deadline().toMillis() + 700));
         String key = UUID.randomUUID().toString();
-        String body = Target.purchaseBody(event, 1, "drill");
+        String body = LastseatClient.quantityBody(event, 1, "drill");
 
-        Target.Answer answer = target.purchase(key, body);
+        Answer answer = target.purchase(key, body);
         String id = answer.status() == 202 ? answer.json().path("id").asText() : "?";
         long started = System.nanoTime();
         boolean settled = await(Duration.ofSeconds(30), () -> !OPEN.contains(target.purchaseView(id).path("state").asText()));
         long settledMillis = (System.nanoTime() - started) / 1_000_000;
-        Target.Answer retry = target.purchase(key, body);
+        Answer retry = target.purchase(key, body);
 
         findings.check(answer.status() == 202, "answered 202 PAYMENT_UNKNOWN at the deadline (" + answer.status() + ")");
         findings.check(settled && "CONFIRMED".equals(target.purchaseView(id).path("state").asText()),
@@ -139,7 +141,7 @@ final class LifecycleDrills {
 
         List<String> ids = new ArrayList<>();
         for (int i = 0; i < buyers; i++) {
-            Target.Answer answer = target.buyOne(event);
+            Answer answer = target.buyOne(event);
             if (answer.status() == 201) {
                 ids.add(answer.json().path("id").asText());
             }
@@ -198,7 +200,7 @@ final class LifecycleDrills {
             event = own.newEvent(buyers);
             for (int i = 0; i < buyers; i++) {
                 keys.add(UUID.randomUUID().toString());
-                bodies.put(keys.get(i), Target.purchaseBody(event, 1, "buyer-" + i));
+                bodies.put(keys.get(i), LastseatClient.quantityBody(event, 1, "buyer-" + i));
             }
             // A cold JVM is slow for its first purchases; warm it so the kill finds every state.
             String warmUp = own.newEvent(40);
@@ -226,11 +228,11 @@ final class LifecycleDrills {
         try (ServerProcess second = ServerProcess.start(dir, target.stubs(), fast)) {
             Target own = target.on(second.url());
             long restarted = System.nanoTime();
-            Map<String, Target.Answer> answers = new HashMap<>();
+            Map<String, Answer> answers = new HashMap<>();
             boolean answered = await(bound, () -> {
                 List<String> waiting = keys.stream().filter(key -> !isFinal(answers.get(key))).toList();
                 if (!waiting.isEmpty()) {
-                    List<Target.Answer> round = Target.together(waiting.size(), i -> own.purchase(waiting.get(i), bodies.get(waiting.get(i))));
+                    List<Answer> round = Target.together(waiting.size(), i -> own.purchase(waiting.get(i), bodies.get(waiting.get(i))));
                     for (int i = 0; i < waiting.size(); i++) {
                         answers.put(waiting.get(i), round.get(i));
                     }
@@ -258,7 +260,7 @@ final class LifecycleDrills {
     }
 
     /** An answer a client stops retrying on: not "still running" (409 in flight) nor "payment pending" (202). */
-    private static boolean isFinal(Target.Answer answer) {
+    private static boolean isFinal(Answer answer) {
         return answer != null && answer.status() != 202 && !answer.type().equals("idempotency-key-in-flight");
     }
 

@@ -1,5 +1,7 @@
 package lastseat.drills;
 
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
@@ -7,9 +9,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -110,8 +109,11 @@ final class MoneyAudit {
     private final List<Long> killedAt = new CopyOnWriteArrayList<>();
     private final AtomicInteger outages = new AtomicInteger();
     private final AtomicInteger cancelled = new AtomicInteger();
-    private final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(2)).build();
+    /**
+     * The operator's hand (cancels, retries of dead refunds), pointed at whichever server is current;
+     * the campaign's own timeouts (2 s to connect, 30 s to answer), shorter than the buyers'.
+     */
+    private final LastseatClient operator;
     private FaultProxy proxy;
     private Servers servers;
     private MoneyVerdict verdict;
@@ -120,6 +122,7 @@ final class MoneyAudit {
         this.target = target;
         this.plan = plan;
         this.findings = findings;
+        this.operator = new LastseatClient(target.service(), Duration.ofSeconds(2), Duration.ofSeconds(30));
     }
 
     static final String NAME = "money-audit";
@@ -414,7 +417,7 @@ final class MoneyAudit {
                 String event = events.get(random.nextInt(events.size()));
                 for (JsonNode purchase : server.invariants(event).path("purchases")) {
                     if ("HELD".equals(purchase.path("state").asText()) && random.nextInt(2) == 0) {
-                        Target.Answer answer = send(post(server.service(), "/purchases/" + purchase.path("id").asText() + "/cancel", ""));
+                        Answer answer = operator.on(server.service()).cancel(purchase.path("id").asText());
                         // 409 (already paying or ended) and 404 are answers too: the race is the point.
                         if (answer.status() == 200) {
                             cancelled.incrementAndGet();
@@ -536,7 +539,7 @@ final class MoneyAudit {
             }
             String purchase = item.path("purchaseId").asText();
             retriedRefunds.add(purchase);
-            Target.Answer answer = send(post(servers.target().service(), "/outbox/" + item.path("id").asText() + "/retry", ""));
+            Answer answer = operator.on(servers.target().service()).retryOutbox(item.path("id").asText());
             if (answer.status() >= 300) {
                 operatorProblems.add("POST /outbox/" + item.path("id").asText() + "/retry (refund of " + purchase + ") answered "
                                      + answer.status() + " " + answer.type());
@@ -591,7 +594,7 @@ final class MoneyAudit {
 
     /** One answer a client got, or a request that was cut ({@code cut} says how). */
     record Heard(long at, int status, String type, String state, String purchaseId, int retryAfterMillis, String cut) {
-        static Heard of(Target.Answer answer, long at) {
+        static Heard of(Answer answer, long at) {
             String type = "";
             String state = "";
             String id = null;
@@ -720,7 +723,7 @@ final class MoneyAudit {
         private void warmUp(Target server) {
             String event = server.newEvent(30);
             Target.atMost(10, 30, i -> server.purchase("warm-up-" + event + "-" + i,
-                    Target.purchaseBody(event, 1, "warm-up").replace("tok_ok", "tok_declined")));
+                    LastseatClient.quantityBody(event, 1, "warm-up").replace("tok_ok", "tok_declined")));
         }
 
         /** The server buyers talk to now; during a restart, the dead one (its requests are refused). */
@@ -759,24 +762,6 @@ final class MoneyAudit {
     }
 
     // --- plumbing ---
-
-    private static HttpRequest post(URI base, String path, String body) {
-        return HttpRequest.newBuilder(base.resolve(path)).timeout(Duration.ofSeconds(30))
-                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build();
-    }
-
-    private Target.Answer send(HttpRequest request) {
-        long start = System.nanoTime();
-        try {
-            HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
-            return new Target.Answer(response.statusCode(), response.headers().map(), response.body(), millisSince(start));
-        } catch (IOException e) {
-            throw new UncheckedIOException(request.method() + " " + request.uri() + " failed: " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted", e);
-        }
-    }
 
     private static boolean await(Duration bound, BooleanSupplier condition) {
         return awaitUntil(System.nanoTime() + bound.toNanos(), condition);

@@ -5,11 +5,6 @@ import lastseat.drills.MoneyAudit.Client;
 import lastseat.drills.MoneyAudit.Heard;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -47,8 +42,6 @@ final class MoneyVerdict {
     static final int HISTORIES = 20;
     static final String UNRESOLVED = "PAYMENT_UNRESOLVED";
     private static final Set<String> TERMINAL = Set.of("CONFIRMED", "RELEASED", "EXPIRED", "REFUNDED");
-    private static final HttpClient HTTP = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5)).build();
 
     /**
      * What the campaign hands over: its plan and clock, its buyers, the server and stubs to read, the
@@ -362,22 +355,8 @@ final class MoneyVerdict {
 
     /** Everything WireMock served, oldest first ({@code GET /__admin/requests}). */
     static List<Served> journal(Target stubs) {
-        URI uri = stubs.stubs().resolve("/__admin/requests");
-        HttpResponse<String> response;
-        try {
-            response = HTTP.send(HttpRequest.newBuilder(uri).timeout(Duration.ofSeconds(60)).GET().build(), HttpResponse.BodyHandlers.ofString());
-        } catch (IOException ex) {
-            throw new UncheckedIOException("GET " + uri + " failed: " + ex.getMessage(), ex);
-        } catch (InterruptedException ex) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted", ex);
-        }
         List<Served> served = new ArrayList<>();
-        try {
-            Target.JSON.readTree(response.body()).path("requests").forEach(event -> served.add(Served.of(event)));
-        } catch (IOException ex) {
-            throw new UncheckedIOException("WireMock's journal is not JSON (" + response.statusCode() + ")", ex);
-        }
+        stubs.requests().path("requests").forEach(event -> served.add(Served.of(event)));
         Collections.reverse(served);
         return served;
     }

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.Set;
 import java.util.UUID;
 import java.util.stream.Collectors;
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 
 /**
  * Faults at the payment provider (step 3). The bulkhead must bound the calls, a lost answer must
@@ -40,7 +42,7 @@ final class PaymentDrills {
         String slow = target.stub(Faults.slowPayment(2000));
         target.warmConnections(buyers);
 
-        List<Target.Answer> answers = Target.together(buyers, i -> target.buyOne(event));
+        List<Answer> answers = Target.together(buyers, i -> target.buyOne(event));
         // The provider is quick again, so that the reconciler settles the unknown payments (it may send one
         // again, taking a permit for that call) before the permits are counted.
         target.unstub(slow);
@@ -54,8 +56,8 @@ final class PaymentDrills {
         int abandoned = (int) answers.stream().filter(a -> a.status() == 202).count();
         findings.check(seen <= permits + abandoned, "the provider saw at most " + seen + " at once"
                        + (seen > permits ? ": calls lastseat gave up at the deadline keep the provider busy after their permit is back" : ""));
-        List<Target.Answer> pending = answers.stream().filter(a -> a.status() == 202).toList();
-        List<Target.Answer> refused = answers.stream().filter(a -> a.status() != 202).toList();
+        List<Answer> pending = answers.stream().filter(a -> a.status() == 202).toList();
+        List<Answer> refused = answers.stream().filter(a -> a.status() != 202).toList();
         findings.note(pending.size() + " buyers got a permit and were answered 202 at the deadline (payment unknown)"
                       + (pending.size() > permits ? "; the later ones took the permits the first gave back" : ""));
         findings.check(!refused.isEmpty() && refused.stream().allMatch(a -> a.status() == 503 && a.header("Retry-After") != null
@@ -115,10 +117,10 @@ final class PaymentDrills {
         String event = target.newEvent(1);
         target.stub(Faults.slowPayment((int) settings.deadline().toMillis() + 700));
         String key = UUID.randomUUID().toString();
-        String body = Target.purchaseBody(event, 1, "drill");
+        String body = LastseatClient.quantityBody(event, 1, "drill");
 
-        Target.Answer answer = target.purchase(key, body);
-        Target.Answer retry = target.purchase(key, body);
+        Answer answer = target.purchase(key, body);
+        Answer retry = target.purchase(key, body);
 
         findings.check(answer.status() == 202 && "PAYMENT_UNKNOWN".equals(answer.json().path("state").asText()),
                        "answered 202 PAYMENT_UNKNOWN (got " + answer.status() + " " + answer.body().substring(0, Math.min(80, answer.body().length())) + ")");
@@ -140,10 +142,10 @@ final class PaymentDrills {
             target.stub(mapping);
         }
         String key = UUID.randomUUID().toString();
-        String body = Target.purchaseBody(event, 1, "drill");
+        String body = LastseatClient.quantityBody(event, 1, "drill");
 
-        Target.Answer answer = target.purchase(key, body);
-        Target.Answer retry = target.purchase(key, body);
+        Answer answer = target.purchase(key, body);
+        Answer retry = target.purchase(key, body);
 
         findings.check(answer.status() == 201, "confirmed after asking the provider again (got " + answer.status() + ")");
         CheckDrills.inTime(answer, settings, findings);

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 
 /**
  * The stampede: many buyers released together at one seat. Unsafe must show the double booking
@@ -42,7 +44,7 @@ final class StampedeDrill {
     }
 
     private static JsonNode mode(Target target, String mode, int buyers, Findings findings) {
-        Target.Answer answer = target.stampede(mode, buyers, 1);
+        Answer answer = target.stampede(mode, buyers, 1);
         if (answer.status() != 200) {
             throw new IllegalStateException("POST /drills/stampede answered " + answer.status() + ": " + answer.body());
         }
@@ -70,8 +72,8 @@ final class StampedeDrill {
         String event = target.newEvent("A1");
         target.warmConnections(Math.min(buyers, 100));
 
-        List<Target.Answer> answers = Target.together(buyers, i -> target.purchase(java.util.UUID.randomUUID().toString(),
-                                                                                    Target.purchaseBody(event, "A1", "buyer-" + (i + 1))));
+        List<Answer> answers = Target.together(buyers, i -> target.purchase(java.util.UUID.randomUUID().toString(),
+                                                                                    LastseatClient.buyerBody(event, "buyer-" + (i + 1), "tok_ok", "A1")));
 
         long confirmed = answers.stream().filter(a -> a.status() == 201).count();
         long late = answers.stream().filter(a -> a.status() == 504).count();

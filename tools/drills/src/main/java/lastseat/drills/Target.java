@@ -1,93 +1,61 @@
 package lastseat.drills;
 
-import lastseat.testkit.Together;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
+import lastseat.testkit.StubsClient;
+import lastseat.testkit.Together;
 
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.Set;
 import java.util.List;
-import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.function.IntFunction;
 import java.util.stream.Collectors;
 
 /**
- * What a drill talks to: a running lastseat (its HTTP API and its drill endpoints) and the WireMock
- * serving its outside parts (the admin API to inject faults and read the journal, and the ledger).
- * Only HTTP, so a drill runs the same against {@code bin/drill}'s own processes, a server started
- * with {@code --url}, or a test's in-JVM server. Every request has a timeout.
+ * What a drill talks to: a running lastseat (its HTTP API and its drill endpoints, through the
+ * testkit's {@link LastseatClient}) and the WireMock serving its outside parts (the admin API to
+ * inject faults and read the journal, and the ledger, through {@link StubsClient}). Only HTTP, so a
+ * drill runs the same against {@code bin/drill}'s own processes, a server started with {@code --url},
+ * or a test's in-JVM server. Every request has a timeout; the drills' is a minute, because a drill
+ * that injects a fault may hold a purchase for most of that.
+ *
+ * <p>The methods below name what a drill does with the two; the HTTP is the clients'.
  */
 public final class Target {
     static final ObjectMapper JSON = new ObjectMapper();
     private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(60);
-    private final URI service;
-    private final URI stubs;
-    private final HttpClient http = HttpClient.newBuilder()
-            .version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(5))
-            .build();
+    private final LastseatClient lastseat;
+    private final StubsClient wiremock;
 
     public Target(URI service, URI stubs) {
-        this.service = service;
-        this.stubs = stubs;
+        this(new LastseatClient(service, LastseatClient.CONNECT_TIMEOUT, REQUEST_TIMEOUT), new StubsClient(stubs));
+    }
+
+    private Target(LastseatClient lastseat, StubsClient wiremock) {
+        this.lastseat = lastseat;
+        this.wiremock = wiremock;
     }
 
     URI service() {
-        return service;
+        return lastseat.base();
     }
 
     URI stubs() {
-        return stubs;
+        return wiremock.base();
     }
 
     /** The same stubs, another lastseat (one a drill started itself). */
     Target on(URI otherService) {
-        return new Target(otherService, stubs);
-    }
-
-    /** One HTTP answer and how long it took from send to the last byte, on the drill's clock. */
-    record Answer(int status, Map<String, List<String>> headers, String body, long elapsedMillis) {
-        JsonNode json() {
-            try {
-                return JSON.readTree(body);
-            } catch (IOException e) {
-                throw new UncheckedIOException("not JSON (" + status + "): " + body, e);
-            }
-        }
-
-        String header(String name) {
-            return headers.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase(name))
-                    .map(e -> e.getValue().getFirst()).findFirst().orElse(null);
-        }
-
-        /**
-         * The server's own time for the answer ({@code Server-Timing: app;dur=}), from where the
-         * deadline starts; the drill's clock when the header is missing. The drill's clock also
-         * counts the wait for a connection to be accepted, which a burst on two cores makes long.
-         */
-        long serverMillis() {
-            String timing = header("Server-Timing");
-            if (timing != null && timing.startsWith("app;dur=")) {
-                return Math.round(Double.parseDouble(timing.substring("app;dur=".length())));
-            }
-            return elapsedMillis;
-        }
-
-        String type() {
-            return body.startsWith("{") ? json().path("type").asText("").replace("urn:lastseat:problem:", "") : "";
-        }
+        return new Target(lastseat.on(otherService), wiremock);
     }
 
     // --- lastseat ---
@@ -102,70 +70,47 @@ public final class Target {
 
     /** A fresh event with seats 1..capacity. */
     String newEvent(int capacity) {
-        return created("{\"name\":\"Drill\",\"capacity\":" + capacity + ",\"price\":\"40.00\",\"currency\":\"EUR\"}");
+        return lastseat.newEvent(capacity);
     }
 
     /** A fresh event with the named seats. */
     String newEvent(String... seats) {
-        return created("{\"name\":\"Drill\",\"seats\":" + JSON.valueToTree(seats) + ",\"price\":\"40.00\",\"currency\":\"EUR\"}");
-    }
-
-    private String created(String event) {
-        Answer answer = send(post(service, "/events", event, Map.of()));
-        if (answer.status() != 201) {
-            throw new IllegalStateException("POST /events answered " + answer.status() + ": " + answer.body());
-        }
-        return answer.json().path("id").asText();
-    }
-
-    static String purchaseBody(String eventId, int quantity, String buyer) {
-        return "{\"eventId\":\"" + eventId + "\",\"quantity\":" + quantity + ",\"buyer\":{\"id\":\"" + buyer
-               + "\",\"email\":\"" + buyer + "@example.com\"},\"paymentToken\":\"tok_ok\"}";
-    }
-
-    static String purchaseBody(String eventId, String seat, String buyer) {
-        return "{\"eventId\":\"" + eventId + "\",\"seats\":[\"" + seat + "\"],\"buyer\":{\"id\":\"" + buyer
-               + "\",\"email\":\"" + buyer + "@example.com\"},\"paymentToken\":\"tok_ok\"}";
+        return lastseat.newEvent(seats);
     }
 
     Answer purchase(String key, String body) {
-        return send(post(service, "/purchases", body, Map.of("Idempotency-Key", key)));
+        return lastseat.purchase(key, body);
     }
 
     Answer buyOne(String eventId) {
-        return purchase(UUID.randomUUID().toString(), purchaseBody(eventId, 1, "drill"));
+        return lastseat.purchaseQuantity(UUID.randomUUID().toString(), eventId, 1, "drill");
     }
 
     JsonNode purchaseView(String id) {
-        return ok(send(get(service, "/purchases/" + id)));
+        return lastseat.purchaseView(id);
     }
 
     JsonNode invariants(String eventId) {
-        return ok(send(get(service, "/drills/invariants?event=" + eventId)));
+        return lastseat.invariants(eventId);
     }
 
     /** {@code GET /purchases?state=…}: how many purchases are in the state, and the 100 oldest. */
     JsonNode purchasesIn(String state) {
-        return ok(send(get(service, "/purchases?state=" + state)));
+        return lastseat.purchasesIn(state);
     }
 
     /** {@code GET /outbox?state=…}: the count and up to 100 rows. */
     JsonNode outbox(String state) {
-        return ok(send(get(service, "/outbox?state=" + state)));
+        return lastseat.outbox(state);
     }
 
     Answer stampede(String mode, int buyers, int seats) {
-        return send(post(service, "/drills/stampede",
-                         "{\"mode\":\"" + mode + "\",\"buyers\":" + buyers + ",\"seats\":" + seats + "}", Map.of()));
+        return lastseat.stampede(mode, buyers, seats);
     }
 
     /** Free permits of the payment bulkhead, read from the target's metrics. */
     int freePaymentPermits() {
-        Answer metrics = send(HttpRequest.newBuilder(service.resolve("/observe/metrics")).timeout(REQUEST_TIMEOUT)
-                                      .header("Accept", "text/plain").GET().build());
-        return metrics.body().lines().filter(l -> l.startsWith("lastseat_payment_bulkhead_available"))
-                .map(l -> (int) Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).findFirst()
-                .orElseThrow(() -> new IllegalStateException("the target's /observe/metrics has no lastseat_payment_bulkhead_available"));
+        return lastseat.freePaymentPermits();
     }
 
     private boolean warmedUp;
@@ -211,48 +156,38 @@ public final class Target {
      * measures the server, not the TCP handshakes of a cold client.
      */
     void warmConnections(int n) {
-        together(n, i -> send(get(service, "/observe/health")));
+        together(n, i -> lastseat.health());
     }
 
     // --- the stubs ---
 
     /** File mappings only, scenarios at their start, an empty journal and ledger. */
     void resetStubs() {
-        send(post(stubs, "/__admin/mappings/reset", "", Map.of()));
-        send(post(stubs, "/__admin/scenarios/reset", "", Map.of()));
-        send(HttpRequest.newBuilder(stubs.resolve("/__admin/requests")).timeout(REQUEST_TIMEOUT).DELETE().build());
-        Answer ledger = send(HttpRequest.newBuilder(stubs.resolve("/__admin/ledger")).timeout(REQUEST_TIMEOUT).DELETE().build());
-        if (ledger.status() >= 300) {
-            throw new IllegalStateException("the stubs at " + stubs + " have no ledger (DELETE /__admin/ledger answered "
-                                            + ledger.status() + "); start WireMock with the lastseat.testkit extensions as bin/run does");
-        }
+        wiremock.reset();
     }
 
     /** Adds a stub mapping (WireMock JSON) in front of the file mappings; returns its id. */
     String stub(String mapping) {
-        Answer answer = send(post(stubs, "/__admin/mappings", mapping, Map.of()));
-        if (answer.status() != 201) {
-            throw new IllegalStateException("WireMock refused the stub (" + answer.status() + "): " + answer.body());
-        }
-        return answer.json().path("id").asText();
+        return wiremock.stub(mapping);
     }
 
     /** Removes one stub added by {@link #stub}; the journal and the ledger stay. */
     void unstub(String id) {
-        send(HttpRequest.newBuilder(stubs.resolve("/__admin/mappings/" + id)).timeout(REQUEST_TIMEOUT).DELETE().build());
+        wiremock.unstub(id);
     }
 
     /** The requests WireMock received for {@code method urlPath}, oldest first. */
     List<JsonNode> journal(String method, String urlPath) {
-        JsonNode found = ok(send(post(stubs, "/__admin/requests/find",
-                                      "{\"method\":\"" + method + "\",\"urlPath\":\"" + urlPath + "\"}", Map.of())));
-        List<JsonNode> requests = new ArrayList<>();
-        found.path("requests").forEach(requests::add);
-        return requests;
+        return wiremock.journal(method, urlPath);
+    }
+
+    /** Everything WireMock served ({@code GET /__admin/requests}), newest first as WireMock lists it. */
+    JsonNode requests() {
+        return wiremock.requests();
     }
 
     JsonNode ledger() {
-        return ok(send(get(stubs, "/__admin/ledger")));
+        return wiremock.ledger();
     }
 
     /**
@@ -312,40 +247,6 @@ public final class Target {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
         }
-    }
-
-    private static HttpRequest get(URI base, String path) {
-        return HttpRequest.newBuilder(base.resolve(path)).timeout(REQUEST_TIMEOUT).GET().build();
-    }
-
-    private static HttpRequest post(URI base, String path, String body, Map<String, String> headers) {
-        HttpRequest.Builder request = HttpRequest.newBuilder(base.resolve(path))
-                .timeout(REQUEST_TIMEOUT)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
-        headers.forEach(request::header);
-        return request.build();
-    }
-
-    private Answer send(HttpRequest request) {
-        long start = System.nanoTime();
-        try {
-            HttpResponse<String> response = http.send(request, HttpResponse.BodyHandlers.ofString());
-            return new Answer(response.statusCode(), response.headers().map(), response.body(),
-                              (System.nanoTime() - start) / 1_000_000);
-        } catch (IOException e) {
-            throw new UncheckedIOException(request.method() + " " + request.uri() + " failed: " + e.getMessage(), e);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new IllegalStateException("interrupted", e);
-        }
-    }
-
-    private static JsonNode ok(Answer answer) {
-        if (answer.status() != 200) {
-            throw new IllegalStateException("expected 200, got " + answer.status() + ": " + answer.body());
-        }
-        return answer.json();
     }
 
     static String describe(List<Answer> answers) {

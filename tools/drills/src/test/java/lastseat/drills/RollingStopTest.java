@@ -1,5 +1,7 @@
 package lastseat.drills;
 
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.StubServer;
 import com.github.tomakehurst.wiremock.WireMockServer;
@@ -58,7 +60,7 @@ class RollingStopTest {
         // A deadline of 3 s: this is about the stop, not about a cold server's speed on a busy machine.
         ServerProcess server = ServerProcess.start(dir, URI.create("http://127.0.0.1:" + stubs.port()),
                                                    Map.of("purchase.deadline", "3s", "purchase.shed-after", "3s"));
-        List<Target.Answer> answers;
+        List<Answer> answers;
         String event;
         OptionalInt exit;
         try {
@@ -75,7 +77,7 @@ class RollingStopTest {
             });
             answers = Target.together(BUYERS, i -> {
                 try {
-                    return target.purchase(UUID.randomUUID().toString(), Target.purchaseBody(event, 1, "buyer-" + i));
+                    return target.purchase(UUID.randomUUID().toString(), LastseatClient.quantityBody(event, 1, "buyer-" + i));
                 } catch (RuntimeException cut) {
                     return null;
                 }

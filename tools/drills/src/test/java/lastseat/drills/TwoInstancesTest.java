@@ -1,5 +1,7 @@
 package lastseat.drills;
 
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.StubServer;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -90,14 +92,14 @@ class TwoInstancesTest {
     private Findings findings;
 
     /** One buyer's first request: which instance it went to, and its answer. */
-    private record Sent(String key, String body, int instance, Target.Answer answer) {
+    private record Sent(String key, String body, int instance, Answer answer) {
         String purchaseId() {
             return answer.body().startsWith("{") ? answer.json().path("id").asText(null) : null;
         }
     }
 
     /** The same key and body sent again to the other instance. */
-    private record Retry(Sent first, int instance, Target.Answer answer) {
+    private record Retry(Sent first, int instance, Answer answer) {
     }
 
     @BeforeAll
@@ -129,7 +131,7 @@ class TwoInstancesTest {
             List<Sent> answers = Target.together(WAVE, i -> {
                 int n = first + i;
                 String key = "buyer-" + n + "-" + UUID.randomUUID();
-                String body = Target.purchaseBody(event, 1, "buyer-" + n);
+                String body = LastseatClient.quantityBody(event, 1, "buyer-" + n);
                 return new Sent(key, body, n % 2, instances[n % 2].purchase(key, body));
             });
             firstAnswers.addAll(answers);
@@ -217,8 +219,8 @@ class TwoInstancesTest {
         assertThat(retries.stream().map(r -> r.first().answer().status()).collect(Collectors.toSet()))
                 .as("the retried keys' first answers").contains(409).containsAnyOf(201, 202);
         assertThat(retries).allSatisfy(retry -> {
-            Target.Answer first = retry.first().answer();
-            Target.Answer again = retry.answer();
+            Answer first = retry.first().answer();
+            Answer again = retry.answer();
             assertThat(retry.instance()).isNotEqualTo(retry.first().instance());
             assertThat(again.header("Idempotent-Replayed")).as(again.body()).isEqualTo("true");
             if (first.status() == 202) {

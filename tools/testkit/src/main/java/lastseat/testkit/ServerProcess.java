@@ -4,9 +4,6 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.ServerSocket;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -159,7 +156,7 @@ public final class ServerProcess implements AutoCloseable {
     }
 
     private void awaitHealthy() {
-        HttpClient http = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(1)).build();
+        LastseatClient client = new LastseatClient(url, Duration.ofSeconds(1), Duration.ofSeconds(2));
         long until = System.nanoTime() + START_WAIT.toNanos();
         try {
             while (System.nanoTime() < until) {
@@ -167,13 +164,10 @@ public final class ServerProcess implements AutoCloseable {
                     throw new IllegalStateException("lastseat stopped while starting: " + tail());
                 }
                 try {
-                    HttpResponse<Void> health = http.send(HttpRequest.newBuilder(url.resolve("/observe/health"))
-                                                                  .timeout(Duration.ofSeconds(2)).build(),
-                                                          HttpResponse.BodyHandlers.discarding());
-                    if (health.statusCode() == 200) {
+                    if (client.health().status() == 200) {
                         return;
                     }
-                } catch (IOException notYet) {
+                } catch (UncheckedIOException notYet) {
                     // not listening yet
                 }
                 Thread.sleep(100);

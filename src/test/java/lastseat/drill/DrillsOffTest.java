@@ -1,0 +1,34 @@
+package lastseat.drill;
+
+import lastseat.support.Invariants;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The drill endpoints are off unless {@code drills.enabled}: a deployment that never asked for them
+ * answers 404 and runs nothing. An app of its own, because every other test runs with drills on.
+ */
+class DrillsOffTest {
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.with(Map.of("drills.enabled", "false"));
+
+    @Test
+    void theDrillsAreOffUnlessEnabled() {
+        long events = app.db().count("SELECT COUNT(*) FROM events");
+
+        Answer stampede = app.client().stampede("unsafe", 10, 1);
+        Answer invariants = app.client().get("/drills/invariants?event=x");
+
+        assertThat(stampede.status()).isEqualTo(404);
+        assertThat(stampede.json().path("type").asText()).isEqualTo("urn:lastseat:problem:drills-disabled");
+        assertThat(invariants.status()).isEqualTo(404);
+        assertThat(app.db().count("SELECT COUNT(*) FROM events")).isEqualTo(events);
+        Invariants.resourcesCameBack(app);
+    }
+}

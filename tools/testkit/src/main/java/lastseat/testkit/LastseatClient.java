@@ -1,0 +1,247 @@
+package lastseat.testkit;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+
+import java.net.URI;
+import java.net.http.HttpRequest;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.OptionalDouble;
+import java.util.stream.Collectors;
+
+/**
+ * The one HTTP client to lastseat that the tests, the drills and the benchmark share: a method per
+ * route of the API, the operator's routes and the drill endpoints, each answering an {@link Answer}
+ * (what a test asserts on) or, where only a 200 makes sense, its JSON. Only HTTP, so it talks the same
+ * to a server in the test's JVM, a process a drill started, or a deployment with drills enabled.
+ *
+ * <p>Contract: nothing is retried and nothing is hidden. A status that is not the one a typed read
+ * expects is an {@link IllegalStateException} carrying the answer; a failed exchange (refused, reset,
+ * timed out) is an {@link java.io.UncheckedIOException}; {@link #get}, {@link #post} and
+ * {@link #purchase} answer whatever the server said, which is what a test of refusals needs. The raw
+ * {@link #post(String, Map, byte[])} sends exactly the headers and bytes it is given, for tests of bad input.
+ *
+ * <p>Hazard: every request has a timeout ({@link #REQUEST_TIMEOUT} unless the caller sets another),
+ * and a purchase can take a deadline and more; a caller that measures bounds must use the answer's
+ * own clocks ({@link Answer#serverMillis()}, {@link Answer#elapsedMillis()}), not the timeout.
+ */
+public final class LastseatClient {
+    public static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
+    public static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final String PAYMENT_PERMITS = "lastseat_payment_bulkhead_available";
+
+    private final URI base;
+    private final Http http;
+
+    /** A client of the lastseat at {@code base} (its API port), with the default timeouts. */
+    public LastseatClient(URI base) {
+        this(base, CONNECT_TIMEOUT, REQUEST_TIMEOUT);
+    }
+
+    public LastseatClient(URI base, Duration connectTimeout, Duration requestTimeout) {
+        this(base, new Http(connectTimeout, requestTimeout));
+    }
+
+    private LastseatClient(URI base, Http http) {
+        this.base = base;
+        this.http = http;
+    }
+
+    /** Another lastseat (one started after a kill, a second instance) through the same JDK client and timeouts. */
+    public LastseatClient on(URI otherBase) {
+        return new LastseatClient(otherBase, http);
+    }
+
+    public URI base() {
+        return base;
+    }
+
+    // --- events ---
+
+    /** {@code POST /events}: a fresh event with seats 1..capacity at 40.00 EUR; its JSON as created. */
+    public JsonNode createEvent(int capacity) {
+        return created(post("/events", null, "{\"name\":\"Test\",\"capacity\":" + capacity
+                                             + ",\"price\":\"40.00\",\"currency\":\"EUR\"}"));
+    }
+
+    /** {@code POST /events}: a fresh event with the named seats at 40.00 EUR; its JSON as created. */
+    public JsonNode createEvent(String... seats) {
+        return created(post("/events", null, "{\"name\":\"Test\",\"seats\":" + list(seats)
+                                             + ",\"price\":\"40.00\",\"currency\":\"EUR\"}"));
+    }
+
+    /** The id of a fresh event with seats 1..capacity. */
+    public String newEvent(int capacity) {
+        return createEvent(capacity).path("id").asText();
+    }
+
+    /** The id of a fresh event with the named seats. */
+    public String newEvent(String... seats) {
+        return createEvent(seats).path("id").asText();
+    }
+
+    /** {@code GET /events/{id}}: capacity, available, held and sold. */
+    public JsonNode event(String id) {
+        return ok(get("/events/" + id));
+    }
+
+    // --- purchases ---
+
+    /** {@code POST /purchases} with the key and the body as given; the answer whatever it is. */
+    public Answer purchase(String key, String body) {
+        return post("/purchases", key, body);
+    }
+
+    /** {@link #purchase} of the named seats by ada, paying with the token the stubs approve. */
+    public Answer purchaseSeats(String key, String eventId, String... seats) {
+        return purchase(key, seatsBody(eventId, seats));
+    }
+
+    /** {@link #purchase} of any {@code quantity} seats by {@code buyer}, paying with the token the stubs approve. */
+    public Answer purchaseQuantity(String key, String eventId, int quantity, String buyer) {
+        return purchase(key, quantityBody(eventId, quantity, buyer));
+    }
+
+    /** A purchase body for the named seats, buyer ada, token {@code tok_ok}. */
+    public static String seatsBody(String eventId, String... seats) {
+        return buyerBody(eventId, "ada", "tok_ok", seats);
+    }
+
+    /** A purchase body for the named seats by {@code buyer} (email {@code <buyer>@example.com}) paying with {@code token}. */
+    public static String buyerBody(String eventId, String buyer, String token, String... seats) {
+        return "{\"eventId\":" + quote(eventId) + ",\"seats\":" + list(seats) + "," + buyerAndToken(buyer, token) + "}";
+    }
+
+    /** A purchase body for {@code quantity} seats, any of them, by {@code buyer} paying with {@code tok_ok}. */
+    public static String quantityBody(String eventId, int quantity, String buyer) {
+        return "{\"eventId\":" + quote(eventId) + ",\"quantity\":" + quantity + "," + buyerAndToken(buyer, "tok_ok") + "}";
+    }
+
+    /** {@code GET /purchases/{id}}: its state, seats, reason and timeline. */
+    public JsonNode purchaseView(String id) {
+        return ok(get("/purchases/" + id));
+    }
+
+    /** {@code GET /purchases?state=…}: how many purchases are in the state, and the 100 oldest. */
+    public JsonNode purchasesIn(String state) {
+        return ok(get("/purchases?state=" + state));
+    }
+
+    /** {@code POST /purchases/{id}/cancel}; 409 and 404 are answers too. */
+    public Answer cancel(String purchaseId) {
+        return post("/purchases/" + purchaseId + "/cancel", null, "");
+    }
+
+    // --- the operator's routes ---
+
+    /** {@code GET /outbox?state=…}: the count and up to 100 rows. */
+    public JsonNode outbox(String state) {
+        return ok(get("/outbox?state=" + state));
+    }
+
+    /** {@code POST /outbox/{id}/retry}: a DEAD row queued again; 409 when it is not dead, 404 when there is none. */
+    public Answer retryOutbox(String id) {
+        return post("/outbox/" + id + "/retry", null, "");
+    }
+
+    /** {@code GET /observe/health}. */
+    public Answer health() {
+        return get("/observe/health");
+    }
+
+    /** {@code GET /observe/metrics} in the Prometheus text format. */
+    public String metrics() {
+        Answer metrics = http.send(http.request(base, "/observe/metrics").header("Accept", "text/plain").GET().build());
+        if (metrics.status() != 200) {
+            throw new IllegalStateException("GET /observe/metrics answered " + metrics.status() + ": " + metrics.body());
+        }
+        return metrics.body();
+    }
+
+    /** The value of the first metric line that starts with {@code name} (tags included), if there is one. */
+    public OptionalDouble metric(String name) {
+        return metrics().lines().filter(l -> l.startsWith(name))
+                .mapToDouble(l -> Double.parseDouble(l.substring(l.lastIndexOf(' ') + 1))).findFirst();
+    }
+
+    /** Free permits of the payment bulkhead, read from the metrics. */
+    public int freePaymentPermits() {
+        return (int) metric(PAYMENT_PERMITS).orElseThrow(() -> new IllegalStateException(
+                base + "/observe/metrics has no " + PAYMENT_PERMITS));
+    }
+
+    // --- the drill endpoints (answer 404 unless drills are enabled) ---
+
+    /** {@code GET /drills/invariants?event=…}: the event's seats and purchases as the database has them. */
+    public JsonNode invariants(String eventId) {
+        return ok(get("/drills/invariants?event=" + eventId));
+    }
+
+    /** {@code POST /drills/stampede}: {@code buyers} released together at {@code seats} seats by the booking step {@code mode}. */
+    public Answer stampede(String mode, int buyers, int seats) {
+        return post("/drills/stampede", null, "{\"mode\":" + quote(mode) + ",\"buyers\":" + buyers + ",\"seats\":" + seats + "}");
+    }
+
+    // --- raw ---
+
+    public Answer get(String path) {
+        return http.send(http.request(base, path).GET().build());
+    }
+
+    /** A JSON body to {@code path}, with an {@code Idempotency-Key} unless {@code idempotencyKey} is null. */
+    public Answer post(String path, String idempotencyKey, String body) {
+        HttpRequest.Builder request = http.request(base, path)
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+        if (idempotencyKey != null) {
+            request.header("Idempotency-Key", idempotencyKey);
+        }
+        return http.send(request.build());
+    }
+
+    /** Exactly these headers and bytes to {@code path} (no Content-Type unless given): for tests of bad input. */
+    public Answer post(String path, Map<String, String> headers, byte[] body) {
+        HttpRequest.Builder request = http.request(base, path).POST(HttpRequest.BodyPublishers.ofByteArray(body));
+        headers.forEach(request::header);
+        return http.send(request.build());
+    }
+
+    // --- plumbing ---
+
+    private static JsonNode created(Answer answer) {
+        if (answer.status() != 201) {
+            throw new IllegalStateException("POST /events answered " + answer.status() + ": " + answer.body());
+        }
+        return answer.json();
+    }
+
+    private static JsonNode ok(Answer answer) {
+        if (answer.status() != 200) {
+            throw new IllegalStateException("expected 200, got " + answer.status() + ": " + answer.body());
+        }
+        return answer.json();
+    }
+
+    private static String buyerAndToken(String buyer, String token) {
+        return "\"buyer\":{\"id\":" + quote(buyer) + ",\"email\":" + quote(buyer + "@example.com") + "},\"paymentToken\":"
+               + quote(token);
+    }
+
+    private static String list(String... values) {
+        return Arrays.stream(values).map(LastseatClient::quote).collect(Collectors.joining(",", "[", "]"));
+    }
+
+    /** A JSON string: the same bytes as a hand-written one for plain labels, escaped for any other. */
+    private static String quote(String value) {
+        try {
+            return JSON.writeValueAsString(value);
+        } catch (JsonProcessingException e) {
+            throw new IllegalArgumentException(e);
+        }
+    }
+}
