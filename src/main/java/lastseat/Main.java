@@ -22,6 +22,7 @@ import io.helidon.webserver.observe.health.HealthObserver;
 import io.helidon.webserver.observe.metrics.MetricsObserver;
 import lastseat.inventory.NewEvent;
 import lastseat.outbox.OutboxQuery;
+import lastseat.web.Failures;
 import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
@@ -105,11 +106,11 @@ public final class Main {
 
     /** The application's routes and its one error-mapping chain (every error leaves as problem+json). */
     public static void routing(HttpRouting.Builder routing, Services services) {
-        services.eventRoutes().register(routing);
-        services.purchaseRoutes().register(routing);
-        services.drillRoutes().register(routing);
-        services.outboxRoutes().register(routing);
-        routing.error(Problem.class, Main::problem)
+        routing.register("/events", services.eventRoutes())
+               .register("/purchases", services.purchaseRoutes())
+               .register("/drills", services.drillRoutes())
+               .register("/outbox", services.outboxRoutes())
+               .error(Problem.class, Main::problem)
                .error(HttpException.class, Main::http)
                .error(Exception.class, Main::unexpected);
     }
@@ -117,7 +118,7 @@ public final class Main {
     private static void http(ServerRequest request, ServerResponse response, HttpException e) {
         int status = e.status().code();
         String kind = status == 404 ? "not-found" : "http-" + status;
-        String detail = status == 404 ? "There is no resource at " + request.path().path() : e.status().reasonPhrase();
+        String detail = status == 404 ? "There is no resource at " + request.path().absolute().path() : e.status().reasonPhrase();
         problem(request, response, new Problem(status, kind, e.status().reasonPhrase(), detail));
     }
 
@@ -138,12 +139,14 @@ public final class Main {
     }
 
     private static void problem(ServerRequest request, ServerResponse response, Problem problem) {
-        Reply.problem(problem, request.path().path()).send(response);
+        Reply.problem(problem, request.path().absolute().path()).send(response);
     }
 
     private static void unexpected(ServerRequest request, ServerResponse response, Exception e) {
-        LOG.log(Level.SEVERE, "unexpected failure on " + request.path().path(), e);
-        problem(request, response, new Problem(500, "internal", "Internal error", "The request failed unexpectedly"));
+        if (!(e instanceof lastseat.db.DatabaseBusy)) {
+            LOG.log(Level.SEVERE, "unexpected failure on " + request.path().absolute().path(), e);
+        }
+        problem(request, response, Failures.problemFor(e, "The request failed unexpectedly"));
     }
 
     private static HealthCheck database(Services services) {
@@ -205,8 +208,9 @@ public final class Main {
 
     private static void createDemoEvent(Services services) {
         if (services.inventory().find("demo", false).isEmpty()) {
+            // Two instances starting together may both create it: the second is told it exists, which is fine.
             services.inventory().create(new NewEvent("demo", "Demo concert",
-                    List.of("A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5"), null, new BigDecimal("40.00"), "EUR"));
+                    List.of("A1", "A2", "A3", "A4", "A5", "B1", "B2", "B3", "B4", "B5"), null, new BigDecimal("40.00"), "EUR").valid(10));
         }
     }
 }

@@ -39,11 +39,10 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
         Clock clock = Clock.systemUTC();
         Database db = Database.open(config.db());
         OutsideHttp http = new OutsideHttp(config.outside());
-        Inventory inventory = new Inventory(db, config.events(), config.purchase(), clock);
+        Inventory inventory = new Inventory(db, config.purchase(), clock);
         Purchases purchases = new Purchases(db, inventory, clock, config.purchase().holdTtl(), config.reconcile().settleTime());
         PaymentGateway payments = new PaymentGateway(http, config.payment());
-        PurchaseFlow flow = new PurchaseFlow(new Checks(http, config.checks(), config.purchase().retryAfter()), payments, purchases,
-                                             config.purchase());
+        PurchaseFlow flow = new PurchaseFlow(new Checks(http, config.checks()), payments, purchases, config.purchase(), clock);
         PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory,
                                                            new IdempotencyKeys(db, clock, config.abandonedAge()),
                                                            config.purchase(), new PurchaseMetrics());
@@ -51,7 +50,7 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
         PurchaseWorkers workers = new PurchaseWorkers(purchases, payments, config.purchase(), config.abandonedAge(),
                                                       config.reconcile(), clock);
         return new Services(config, db, inventory, purchases, payments, purchaseRoutes,
-                            new EventRoutes(inventory, config.events().maxBodyBytes()),
+                            new EventRoutes(inventory, config.events()),
                             new DrillRoutes(config.drills(), db, inventory, purchases, clock, config.sweepGrace(), config.recoveredWithin()),
                             workers, outbox, new OutboxRoutes(db, outbox));
     }

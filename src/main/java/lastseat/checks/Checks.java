@@ -3,7 +3,7 @@ package lastseat.checks;
 import com.fasterxml.jackson.databind.JsonNode;
 import lastseat.config.ChecksConfig;
 import lastseat.inventory.Hold;
-import lastseat.outside.OutsideHttp;
+import lastseat.outside.Outside;
 import lastseat.web.Json;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
@@ -12,36 +12,55 @@ import lastseat.work.Timeline;
 
 import java.io.IOException;
 import java.math.BigDecimal;
-import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * Step 2: the fraud check and the tax quote, forked together in one scope with the remaining
- * deadline and joined.
+ * deadline and joined; what they said comes back as a {@link Checked} value.
  *
- * <p>Contract: returns only when both succeeded. A decline ({@link FraudDeclined}), a failing
- * service ({@link CheckUnavailable}) or the deadline ({@link DeadlinePassed}) interrupts the other
- * call, whose HTTP exchange is cancelled, and waits for it before throwing.
+ * <p>Contract: {@link Checked.Passed} only when both passed. A decline or a failing service ends
+ * the scope at once — it interrupts the other call, whose HTTP exchange is cancelled, and waits for
+ * it — and comes back as {@link Checked.Declined} or {@link Checked.Unavailable}; the deadline
+ * does the same and is thrown ({@link DeadlinePassed}), for the caller to say during which step.
+ *
+ * <p>Inside the scope a subtask fails by throwing {@link Stop} (that is how it cancels its
+ * sibling); nothing else may leave this class as an exception but the deadline and the interrupt.
  */
 public final class Checks {
     /** What a DECIMAL(12,2) column can hold; a larger quote is nonsense, not a tax. */
     private static final BigDecimal MAX_TAX = new BigDecimal("1000000000");
-    private final OutsideHttp http;
+    private final Outside http;
     private final ChecksConfig config;
-    private final Duration retryAfter;
 
-    /** {@code retryAfter}: what a buyer is told to wait when a check is down ({@code purchase.retry-after}). */
-    public Checks(OutsideHttp http, ChecksConfig config, Duration retryAfter) {
+    public Checks(Outside http, ChecksConfig config) {
         this.http = http;
         this.config = config;
-        this.retryAfter = retryAfter;
     }
 
-    public Quote run(Hold hold, Deadline deadline, Timeline timeline) throws DeadlinePassed, InterruptedException {
-        return Scoped.both("checks-" + hold.purchaseId(), deadline,
-                () -> timeline.step("fraud", () -> fraud(hold, deadline)),
-                () -> timeline.step("tax", () -> tax(hold, deadline))).second();
+    public Checked run(Hold hold, Deadline deadline, Timeline timeline) throws DeadlinePassed, InterruptedException {
+        try {
+            return new Checked.Passed(Scoped.both("checks-" + hold.purchaseId(), deadline,
+                    () -> timeline.step("fraud", () -> fraud(hold, deadline)),
+                    () -> timeline.step("tax", () -> tax(hold, deadline))).second());
+        } catch (Stop stop) {
+            return stop.checked;
+        }
+    }
+
+    /** A subtask's way to end the scope with what it found (a decline, an unusable service). */
+    private static final class Stop extends RuntimeException {
+        private final Checked checked;
+
+        Stop(Checked checked) {
+            // The message is what the step's timeline shows.
+            super(switch (checked) {
+                case Checked.Declined declined -> "declined" + (declined.reason() == null ? "" : ": " + declined.reason());
+                case Checked.Unavailable unavailable -> unavailable.what();
+                case Checked.Passed passed -> "passed";
+            }, null, false, false);
+            this.checked = checked;
+        }
     }
 
     private Boolean fraud(Hold hold, Deadline deadline) throws InterruptedException {
@@ -54,8 +73,8 @@ public final class Checks {
         String decision = answer.path("decision").asText("");
         return switch (decision) {
             case "approve" -> true;
-            case "decline" -> throw new FraudDeclined(answer.path("reason").asText(null));
-            default -> throw unavailable("fraud", "the answer has no decision", null);
+            case "decline" -> throw new Stop(new Checked.Declined(answer.path("reason").asText(null)));
+            default -> throw unavailable("fraud", "the answer has no decision");
         };
     }
 
@@ -70,32 +89,32 @@ public final class Checks {
             BigDecimal tax = new BigDecimal(answer.path("tax").asText());
             String currency = answer.path("currency").asText();
             if (tax.signum() < 0 || tax.scale() > 2 || tax.compareTo(MAX_TAX) >= 0 || !hold.currency().equals(currency)) {
-                throw unavailable("tax", "the quote " + tax + " " + currency + " is not usable", null);
+                throw unavailable("tax", "the quote " + tax + " " + currency + " is not usable");
             }
             return new Quote(tax.setScale(2), currency);
         } catch (NumberFormatException e) {
-            throw unavailable("tax", "the answer has no tax amount", e);
+            throw unavailable("tax", "the answer has no tax amount");
         }
     }
 
     private JsonNode call(String service, String path, Object body, Deadline deadline) throws InterruptedException {
-        OutsideHttp.Answer answer;
+        Outside.Answer answer;
         try {
-            answer = http.postJson(http.uri(path), Json.text(body), Map.of(), deadline);
+            answer = http.post(path, Json.text(body), Map.of(), deadline);
         } catch (IOException e) {
-            throw unavailable(service, e.getClass().getSimpleName() + (e.getMessage() == null ? "" : " " + e.getMessage()), e);
+            throw unavailable(service, "it could not be reached or did not answer");
         }
         if (answer.status() != 200) {
-            throw unavailable(service, "it answered " + answer.status(), null);
+            throw unavailable(service, "it answered " + answer.status());
         }
         try {
             return Json.tree(answer.body());
         } catch (IOException e) {
-            throw unavailable(service, "the answer is not JSON", e);
+            throw unavailable(service, "the answer is not JSON");
         }
     }
 
-    private CheckUnavailable unavailable(String service, String what, Throwable cause) {
-        return new CheckUnavailable(service, what, retryAfter, cause);
+    private static Stop unavailable(String service, String what) {
+        return new Stop(new Checked.Unavailable(service, what));
     }
 }

@@ -1,18 +1,12 @@
 package lastseat.db;
 
-import lastseat.web.Problem;
-
-import java.time.Duration;
-import java.util.Map;
-
 /**
- * 503: no pooled connection came within {@code db.connection-timeout}. The process is over its
- * capacity; nothing was written by the request that got this, so it may be retried after a pause.
+ * No pooled connection came within {@code db.connection-timeout}, or a row lock was not granted
+ * within {@code db.lock-timeout}: the process is over its capacity. The transaction was rolled back,
+ * so the work may be tried again after a pause (the web edge answers 503 {@code database-busy}).
  */
-public final class DatabaseBusy extends Problem {
+public final class DatabaseBusy extends RuntimeException {
     DatabaseBusy(Throwable cause) {
-        super(503, "database-busy", "Busy",
-              "The server has more purchases in progress than its database connections can serve; nothing was changed, "
-              + "try again after Retry-After", Map.of(), Duration.ofSeconds(1), cause);
+        super("the database is busy: " + cause.getMessage(), cause);
     }
 }

@@ -1,6 +1,7 @@
 package lastseat.drill;
 
-import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.HttpRules;
+import io.helidon.webserver.http.HttpService;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import lastseat.config.DrillsConfig;
@@ -22,7 +23,7 @@ import java.time.Duration;
  * <p>Hazard: the stampede's unsafe mode double-books the seats of its own drill event on purpose;
  * production configuration leaves the drills off.
  */
-public final class DrillRoutes {
+public final class DrillRoutes implements HttpService {
     private static final int MAX_BODY_BYTES = 1024;
     private final DrillsConfig config;
     private final StampedeRun stampede;
@@ -36,9 +37,10 @@ public final class DrillRoutes {
         this.invariants = new InvariantCheck(db, clock, sweepGrace, recoveredWithin);
     }
 
-    public void register(HttpRouting.Builder routing) {
-        routing.post("/drills/stampede", this::stampede)
-               .get("/drills/invariants", this::invariants);
+    @Override
+    public void routing(HttpRules rules) {
+        rules.post("/stampede", this::stampede)
+             .get("/invariants", this::invariants);
     }
 
     private void stampede(ServerRequest request, ServerResponse response) {

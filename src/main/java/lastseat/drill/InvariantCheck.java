@@ -6,8 +6,7 @@ import lastseat.db.Sql;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Clock;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -49,7 +48,7 @@ final class InvariantCheck {
 
     /** Empty when there is no such event. */
     java.util.Optional<Result> check(String eventId) {
-        OffsetDateTime now = clock.instant().atOffset(ZoneOffset.UTC);
+        Instant now = clock.instant();
         return db.snapshot(c -> {
             List<Integer> capacity = Sql.list(c, "SELECT capacity FROM events WHERE id = ?", rs -> rs.getInt(1), eventId);
             if (capacity.isEmpty()) {

@@ -3,7 +3,6 @@ package lastseat.drill;
 import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.inventory.Order;
-import lastseat.inventory.SeatsTaken;
 import lastseat.purchase.Purchases;
 
 import java.util.List;
@@ -47,11 +46,8 @@ final class Stampede {
      */
     Optional<String> safe(String eventId, String seat, String buyer, Runnable pause) {
         pause.run();
-        try {
-            return Optional.of(purchases.reserve(new Order(eventId, List.of(seat), 1, buyer, buyer + "@stampede.invalid",
-                                                           "tok_stampede", "stampede-" + UUID.randomUUID())).purchaseId());
-        } catch (SeatsTaken taken) {
-            return Optional.empty();
-        }
+        return purchases.reserve(new Order(eventId, List.of(seat), 1, buyer, buyer + "@stampede.invalid", "tok_stampede",
+                                           "stampede-" + UUID.randomUUID())) instanceof Purchases.Reservation.Held held
+                ? Optional.of(held.hold().purchaseId()) : Optional.empty();
     }
 }

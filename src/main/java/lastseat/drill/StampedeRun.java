@@ -99,7 +99,7 @@ final class StampedeRun {
         }
         String eventId = "drill-stampede-" + UUID.randomUUID().toString().substring(0, 8);
         inventory.create(new NewEvent(eventId, "Stampede drill (" + mode.name().toLowerCase(Locale.ROOT) + ")", seats,
-                                      null, BigDecimal.ONE, "EUR"));
+                                      null, BigDecimal.ONE, "EUR").valid(seats.size()));
         List<Answer> answers = release(mode, eventId, seats, buyers);
         return report(mode, eventId, seats, answers);
     }

@@ -68,6 +68,14 @@ public final class IdempotencyKeys {
         /** The key's request never finished (its process stopped); it was claimed at {@code claimedAt}. */
         record Abandoned(OffsetDateTime claimedAt) implements Claim {
         }
+
+        /** A request with the key is still running: retry after it has finished. */
+        record InFlight() implements Claim {
+        }
+
+        /** The key was used for a different request body. */
+        record Reused() implements Claim {
+        }
     }
 
     public static String require(Optional<String> header) {
@@ -96,7 +104,7 @@ public final class IdempotencyKeys {
                     + "VALUES (?, ?, 'IN_FLIGHT', ?, ?)")) {
                 insert.setString(1, key);
                 insert.setString(2, fingerprint);
-                insert.setObject(3, clock.instant().atOffset(ZoneOffset.UTC));
+                Sql.set(insert, 3, clock.instant());
                 insert.setString(4, token);
                 insert.executeUpdate();
                 return new Claim.Fresh(token);
@@ -131,11 +139,6 @@ public final class IdempotencyKeys {
         KEPT,
         /** The claim is no longer this request's (taken over after it was thought abandoned): nothing changed. */
         LOST
-    }
-
-    /** 409 for a key whose request is still running. */
-    public static Problem inFlight(String key) {
-        return new KeyInFlight(key);
     }
 
     /** Stores the answer, if the claim is still {@code token}'s: from now on the key replays it. */
@@ -178,18 +181,14 @@ public final class IdempotencyKeys {
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
                     // Claimed and let go between our insert and this read: the caller may try again.
-                    throw new KeyInFlight(key);
+                    return new Claim.InFlight();
                 }
                 if (!rs.getString(1).equals(fingerprint)) {
-                    throw new Problem(422, "idempotency-key-reused", "Idempotency key reused",
-                            "The Idempotency-Key " + key + " was used for a different request body");
+                    return new Claim.Reused();
                 }
                 if ("IN_FLIGHT".equals(rs.getString(2))) {
                     OffsetDateTime claimedAt = rs.getObject(7, OffsetDateTime.class);
-                    if (claimedAt.toInstant().isBefore(staleBefore)) {
-                        return new Claim.Abandoned(claimedAt);
-                    }
-                    throw new KeyInFlight(key);
+                    return claimedAt.toInstant().isBefore(staleBefore) ? new Claim.Abandoned(claimedAt) : new Claim.InFlight();
                 }
                 return new Claim.Replay(new Reply(rs.getInt(3), rs.getString(4), rs.getString(5), null,
                         rs.getString(6).getBytes(StandardCharsets.UTF_8)));
@@ -197,11 +196,4 @@ public final class IdempotencyKeys {
         }
     }
 
-    /** 409: a request with this key is still running. */
-    static final class KeyInFlight extends Problem {
-        KeyInFlight(String key) {
-            super(409, "idempotency-key-in-flight", "Request in progress",
-                  "A request with the Idempotency-Key " + key + " is still being processed; retry after it has finished");
-        }
-    }
 }

@@ -1,6 +1,8 @@
 package lastseat.inventory;
 
-import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.HttpRules;
+import io.helidon.webserver.http.HttpService;
+import lastseat.config.EventsConfig;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import lastseat.web.Bodies;
@@ -8,26 +10,31 @@ import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
 
-/** {@code POST /events} and {@code GET /events/{id}}. */
-public final class EventRoutes {
+/** {@code /events}: create one ({@code POST}), read one with its seats ({@code GET /{id}}). */
+public final class EventRoutes implements HttpService {
     private final Inventory inventory;
-    private final int maxBodyBytes;
+    private final EventsConfig config;
 
-    public EventRoutes(Inventory inventory, int maxBodyBytes) {
+    public EventRoutes(Inventory inventory, EventsConfig config) {
         this.inventory = inventory;
-        this.maxBodyBytes = maxBodyBytes;
+        this.config = config;
     }
 
-    public void register(HttpRouting.Builder routing) {
-        routing.post("/events", this::create)
-               .get("/events/{id}", this::find);
+    @Override
+    public void routing(HttpRules rules) {
+        rules.post("/", this::create)
+             .get("/{id}", this::find);
     }
 
     private void create(ServerRequest request, ServerResponse response) {
         Bodies.requireJson(request);
-        NewEvent event = Json.read(Bodies.read(request, maxBodyBytes), NewEvent.class);
-        EventView created = inventory.create(event);
-        Reply.json(201, created, "/events/" + created.id()).send(response);
+        NewEvent event = Json.read(Bodies.read(request, config.maxBodyBytes()), NewEvent.class);
+        switch (inventory.create(event.valid(config.maxCapacity()))) {
+            case Inventory.Creation.Created created ->
+                    Reply.json(201, created.event(), "/events/" + created.event().id()).send(response);
+            case Inventory.Creation.Exists exists ->
+                    throw new Problem(409, "event-exists", "Event exists", "An event with id " + exists.id() + " exists already");
+        }
     }
 
     private void find(ServerRequest request, ServerResponse response) {

@@ -1,10 +1,8 @@
 package lastseat.inventory;
 
-import lastseat.config.EventsConfig;
 import lastseat.config.PurchaseConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
-import lastseat.web.Problem;
 
 import java.math.BigDecimal;
 import java.sql.Connection;
@@ -12,9 +10,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
-import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.EnumMap;
@@ -43,21 +38,29 @@ import java.util.UUID;
  */
 public final class Inventory {
     private final Database db;
-    private final EventsConfig events;
     private final PurchaseConfig purchase;
     private final Clock clock;
 
-    public Inventory(Database db, EventsConfig events, PurchaseConfig purchase, Clock clock) {
+    public Inventory(Database db, PurchaseConfig purchase, Clock clock) {
         this.db = db;
-        this.events = events;
         this.purchase = purchase;
         this.clock = clock;
     }
 
-    public EventView create(NewEvent event) {
-        List<String> labels = event.validSeats(events.maxCapacity());
+    /** What creating an event did: the event, or the id was taken already (nothing created). */
+    public sealed interface Creation {
+        record Created(EventView event) implements Creation {
+        }
+
+        record Exists(String id) implements Creation {
+        }
+    }
+
+    /** Creates the event with its seats, all AVAILABLE, in one transaction. */
+    public Creation create(NewEvent.Valid event) {
+        List<String> labels = event.labels();
         String id = event.id() != null ? event.id() : UUID.randomUUID().toString();
-        db.inTransaction(c -> {
+        boolean created = db.inTransaction(c -> {
             try (PreparedStatement insert = c.prepareStatement(
                     "INSERT INTO events (id, name, capacity, price, currency, created_at) VALUES (?, ?, ?, ?, ?, ?)")) {
                 insert.setString(1, id);
@@ -65,11 +68,11 @@ public final class Inventory {
                 insert.setInt(3, labels.size());
                 insert.setBigDecimal(4, event.price());
                 insert.setString(5, event.currency());
-                insert.setObject(6, now());
+                Sql.set(insert, 6, clock.instant());
                 insert.executeUpdate();
             } catch (SQLException e) {
                 if (Database.isUniqueViolation(e)) {
-                    throw new Problem(409, "event-exists", "Event exists", "An event with id " + id + " exists already");
+                    return false;
                 }
                 throw e;
             }
@@ -86,9 +89,9 @@ public final class Inventory {
                 }
                 seat.executeBatch();
             }
-            return null;
+            return true;
         });
-        return find(id, false).orElseThrow();
+        return created ? new Creation.Created(find(id, false).orElseThrow()) : new Creation.Exists(id);
     }
 
     public Optional<EventView> find(String id, boolean withSeats) {
@@ -109,35 +112,39 @@ public final class Inventory {
         });
     }
 
+    /** Why an order cannot be tried at all, found before any seat is touched. */
+    public sealed interface Invalid {
+        record UnknownEvent(String eventId) implements Invalid {
+        }
+
+        record TooMany(int asked, int capacity) implements Invalid {
+        }
+
+        record UnknownSeats(List<String> seats) implements Invalid {
+        }
+    }
+
     /**
-     * Checks what can be checked before any seat is touched: the event exists (404), the quantity is
-     * within limits and every named seat belongs to the event (400).
+     * Checks what can be checked before any seat is touched: the event exists, the quantity fits it
+     * and every named seat belongs to it. Empty when the order may be tried.
      */
-    public void validate(Order order) {
-        db.read(c -> {
-            int capacity;
-            try (PreparedStatement ps = c.prepareStatement("SELECT capacity FROM events WHERE id = ?")) {
-                ps.setString(1, order.eventId());
-                try (ResultSet rs = ps.executeQuery()) {
-                    if (!rs.next()) {
-                        throw Problem.notFound("unknown-event", "There is no event " + order.eventId());
-                    }
-                    capacity = rs.getInt(1);
-                }
+    public Optional<Invalid> validate(Order order) {
+        return db.read(c -> {
+            List<Integer> capacity = Sql.list(c, "SELECT capacity FROM events WHERE id = ?", rs -> rs.getInt(1), order.eventId());
+            if (capacity.isEmpty()) {
+                return Optional.of(new Invalid.UnknownEvent(order.eventId()));
             }
-            if (order.quantity() > capacity) {
-                throw Problem.badRequest("invalid-quantity",
-                        order.quantity() + " seats were asked for; the event has " + capacity);
+            if (order.quantity() > capacity.getFirst()) {
+                return Optional.of(new Invalid.TooMany(order.quantity(), capacity.getFirst()));
             }
             if (order.namesSeats()) {
                 List<String> known = positions(c, order.eventId(), order.seats(), false).stream().map(SeatPosition::label).toList();
                 List<String> unknown = order.seats().stream().filter(s -> !known.contains(s)).toList();
                 if (!unknown.isEmpty()) {
-                    throw new Problem(400, "unknown-seats", "Bad request",
-                            "The event has no seat " + String.join(", ", unknown), Map.of("seats", unknown), null, null);
+                    return Optional.of(new Invalid.UnknownSeats(unknown));
                 }
             }
-            return null;
+            return Optional.empty();
         });
     }
 
@@ -150,12 +157,6 @@ public final class Inventory {
         return order.namesSeats()
                 ? claimNamed(c, order.eventId(), order.seats(), purchaseId)
                 : claimAny(c, order.eventId(), order.quantity(), purchaseId);
-    }
-
-    /** The answer to an order whose claim missed: which named seats are taken, or how many are free. */
-    public Problem refusal(Order order, Claim.Missed missed) {
-        return order.namesSeats() ? new SeatsTaken(taken(order, missed.label()))
-                : new SoldOut(order.quantity(), available(order.eventId()));
     }
 
     /** HELD → SOLD for every seat of the purchase; false when they are not all still held by it. */
@@ -175,7 +176,7 @@ public final class Inventory {
      * expires them in its transaction before it claims.
      */
     public List<String> expiredHoldsOn(Connection c, Order order) throws SQLException {
-        List<Object> args = new ArrayList<>(List.of(order.eventId(), now()));
+        List<Object> args = new ArrayList<>(List.of(order.eventId(), clock.instant()));
         String seats = "";
         if (order.namesSeats()) {
             seats = " AND s.label IN (" + String.join(", ", Collections.nCopies(order.seats().size(), "?")) + ")";
@@ -291,14 +292,16 @@ public final class Inventory {
         }
     }
 
-    private List<String> taken(Order order, String firstMissed) {
+    /** The named seats of {@code order} that are taken now; {@code firstMissed} when they were let go since. */
+    public List<String> taken(Order order, String firstMissed) {
         List<String> taken = db.read(c -> positions(c, order.eventId(), order.seats(), true).stream()
                 .map(SeatPosition::label).toList());
         // The holder may have let go between our miss and this read; the seat we missed was taken then.
         return taken.isEmpty() ? List.of(firstMissed) : taken;
     }
 
-    private int available(String eventId) {
+    /** Seats of the event free now, an expired hold counted as free. */
+    public int available(String eventId) {
         return db.read(c -> counts(c, eventId).get(SeatState.AVAILABLE));
     }
 
@@ -327,7 +330,7 @@ public final class Inventory {
         }
         for (var row : Sql.list(c, "SELECT seen, COUNT(*) FROM (SELECT " + SEEN_STATE + " AS seen FROM seats s "
                                    + "LEFT JOIN purchases p ON p.id = s.purchase_id WHERE s.event_id = ?) x GROUP BY seen",
-                                rs -> Map.entry(SeatState.valueOf(rs.getString(1)), rs.getInt(2)), now(), eventId)) {
+                                rs -> Map.entry(SeatState.valueOf(rs.getString(1)), rs.getInt(2)), clock.instant(), eventId)) {
             counts.put(row.getKey(), row.getValue());
         }
         return counts;
@@ -336,10 +339,6 @@ public final class Inventory {
     private List<EventView.SeatView> seats(Connection c, String eventId) throws SQLException {
         return Sql.list(c, "SELECT s.label, " + SEEN_STATE + " FROM seats s LEFT JOIN purchases p ON p.id = s.purchase_id "
                            + "WHERE s.event_id = ? ORDER BY s.position",
-                        rs -> new EventView.SeatView(rs.getString(1), rs.getString(2)), now(), eventId);
-    }
-
-    private OffsetDateTime now() {
-        return clock.instant().atOffset(ZoneOffset.UTC);
+                        rs -> new EventView.SeatView(rs.getString(1), rs.getString(2)), clock.instant(), eventId);
     }
 }

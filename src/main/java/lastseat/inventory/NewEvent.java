@@ -4,18 +4,25 @@ import lastseat.web.Problem;
 
 import java.math.BigDecimal;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.regex.Pattern;
 
 /** The body of {@code POST /events}: named seats, or a capacity whose seats are named 1..capacity. */
 public record NewEvent(String id, String name, List<String> seats, Integer capacity, BigDecimal price, String currency) {
-    static final Pattern SEAT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_-]{0,15}");
     private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9-]{0,63}");
     private static final Pattern CURRENCY = Pattern.compile("[A-Z]{3}");
 
+    /** An event whose every field was checked: what {@link Inventory#create} takes. */
+    public record Valid(String id, String name, List<String> labels, BigDecimal price, String currency) {
+    }
+
+    /** This event, checked: a 400 problem names the first bad field. */
+    public Valid valid(int maxCapacity) {
+        return new Valid(id, name, validSeats(maxCapacity), price, currency);
+    }
+
     /** The seat labels in order, after checking every field; a 400 problem names the first bad one. */
-    List<String> validSeats(int maxCapacity) {
+    private List<String> validSeats(int maxCapacity) {
         if (id != null && !ID.matcher(id).matches()) {
             throw Problem.badRequest("invalid-field", "id must be 1-64 lowercase letters, digits or '-'");
         }
@@ -41,18 +48,6 @@ public record NewEvent(String id, String name, List<String> seats, Integer capac
             }
             return labels;
         }
-        if (seats.isEmpty() || seats.size() > maxCapacity) {
-            throw Problem.badRequest("invalid-field", "seats must list from 1 to " + maxCapacity + " labels");
-        }
-        var seen = new HashSet<String>();
-        for (String label : seats) {
-            if (label == null || !SEAT.matcher(label).matches()) {
-                throw Problem.badRequest("invalid-field", "seat labels are 1-16 letters, digits, '_' or '-', starting with a letter or digit");
-            }
-            if (!seen.add(label)) {
-                throw Problem.badRequest("invalid-field", "seat " + label + " is listed twice");
-            }
-        }
-        return List.copyOf(seats);
+        return SeatLabels.checked(seats, maxCapacity);
     }
 }

@@ -1,10 +1,11 @@
 package lastseat.outbox;
 
+import lastseat.db.Sql;
+
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Instant;
-import java.time.ZoneOffset;
 import java.util.UUID;
 
 /**
@@ -30,8 +31,8 @@ public final class Outbox {
             ps.setString(3, kind);
             ps.setString(4, purchaseId);
             ps.setString(5, payload);
-            ps.setObject(6, now.atOffset(ZoneOffset.UTC));
-            ps.setObject(7, now.atOffset(ZoneOffset.UTC));
+            Sql.set(ps, 6, now);
+            Sql.set(ps, 7, now);
             ps.executeUpdate();
         }
     }

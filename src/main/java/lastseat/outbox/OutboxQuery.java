@@ -6,7 +6,6 @@ import lastseat.db.Sql;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Instant;
-import java.time.OffsetDateTime;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
@@ -92,11 +91,6 @@ public final class OutboxQuery {
     private static Row row(ResultSet rs) throws SQLException {
         String state = rs.getString(5);
         return new Row(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), state, rs.getInt(6),
-                       rs.getString(7), instant(rs, 8), "PENDING".equals(state) ? instant(rs, 9) : null, instant(rs, 10));
-    }
-
-    static Instant instant(ResultSet rs, int column) throws SQLException {
-        OffsetDateTime value = rs.getObject(column, OffsetDateTime.class);
-        return value == null ? null : value.toInstant();
+                       rs.getString(7), Sql.instant(rs, 8), "PENDING".equals(state) ? Sql.instant(rs, 9) : null, Sql.instant(rs, 10));
     }
 }

@@ -1,6 +1,7 @@
 package lastseat.outbox;
 
-import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.HttpRules;
+import io.helidon.webserver.http.HttpService;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import lastseat.db.Database;
@@ -21,7 +22,7 @@ import java.util.Locale;
  * <p>Hazard: an operator's view with no authentication of its own (like {@code /observe}): it
  * shows purchase ids and delivery errors, so it belongs behind the operators' network boundary.
  */
-public final class OutboxRoutes {
+public final class OutboxRoutes implements HttpService {
     static final int LIMIT = 100;
 
     private final Database db;
@@ -32,9 +33,10 @@ public final class OutboxRoutes {
         this.worker = worker;
     }
 
-    public void register(HttpRouting.Builder routing) {
-        routing.get("/outbox", this::list)
-               .post("/outbox/{id}/retry", this::retry);
+    @Override
+    public void routing(HttpRules rules) {
+        rules.get("/", this::list)
+             .post("/{id}/retry", this::retry);
     }
 
     private void retry(ServerRequest request, ServerResponse response) {

@@ -3,7 +3,7 @@ package lastseat.outbox;
 import lastseat.config.OutboxConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
-import lastseat.outside.OutsideHttp;
+import lastseat.outside.Outside;
 import lastseat.work.Backoff;
 import lastseat.work.Worker;
 
@@ -13,8 +13,6 @@ import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
-import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -68,13 +66,13 @@ public final class OutboxWorker implements AutoCloseable {
     private static final Set<Integer> RETRIED_4XX = Set.of(404, 408, 409, 425, 429);
 
     private final Database db;
-    private final OutsideHttp http;
+    private final Outside http;
     private final OutboxConfig config;
     private final Clock clock;
     private final AtomicLong claimsLost = new AtomicLong();
     private Worker worker;
 
-    public OutboxWorker(Database db, OutsideHttp http, OutboxConfig config, Clock clock) {
+    public OutboxWorker(Database db, Outside http, OutboxConfig config, Clock clock) {
         this.db = db;
         this.http = http;
         this.config = config;
@@ -102,7 +100,7 @@ public final class OutboxWorker implements AutoCloseable {
                                                  + "FROM outbox "
                                                  + "WHERE state = 'PENDING' AND next_attempt_at <= ? "
                                                  + "ORDER BY next_attempt_at, id FETCH FIRST ? ROWS ONLY",
-                                              OutboxWorker::due, utc(clock.instant()), config.batch()));
+                                              OutboxWorker::due, clock.instant(), config.batch()));
         int sent = 0;
         for (Due row : due) {
             if (Thread.interrupted()) {
@@ -140,7 +138,7 @@ public final class OutboxWorker implements AutoCloseable {
         int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET state = 'PENDING', attempts = 0, next_attempt_at = ?, "
                                               + "retried_at = ?, last_error = 'retried by an operator after: ' || "
                                               + "COALESCE(last_error, '') WHERE id = ? AND state = 'DEAD'",
-                                           utc(now), utc(now), id));
+                                           now, now, id));
         Optional<OutboxQuery.Row> row = OutboxQuery.byId(db, id);
         if (rows == 1) {
             LOG.info("outbox " + row.map(OutboxQuery.Row::idempotencyKey).orElse(id) + " was retried by an operator");
@@ -169,7 +167,7 @@ public final class OutboxWorker implements AutoCloseable {
         String error;
         boolean permanent = false;
         try {
-            OutsideHttp.Answer answer = http.postJson(http.uri(path), row.payload(),
+            Outside.Answer answer = http.post(path, row.payload(),
                                                       Map.of("Idempotency-Key", row.dedupeKey()), config.callTimeout());
             if (answer.status() >= 200 && answer.status() < 300) {
                 markSent(row);
@@ -202,14 +200,14 @@ public final class OutboxWorker implements AutoCloseable {
         Instant leaseEnds = now.plus(config.callTimeout()).plus(LEASE_MARGIN);
         int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, attempts = attempts + 1 "
                                               + "WHERE id = ? AND state = 'PENDING' AND attempts = ? AND next_attempt_at <= ?",
-                                           utc(leaseEnds), row.id(), row.attempts(), utc(now)));
+                                           leaseEnds, row.id(), row.attempts(), now));
         return rows == 1;
     }
 
     private void markSent(Due row) {
         // Not guarded by attempts: the receiver has it, whichever claim made the call.
         int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET state = 'SENT', sent_at = ?, last_error = NULL "
-                                              + "WHERE id = ? AND state = 'PENDING'", utc(clock.instant()), row.id()));
+                                              + "WHERE id = ? AND state = 'PENDING'", clock.instant(), row.id()));
         if (rows == 0) {
             // Another claim, after this one's lease ran out, already ended the row (SENT, or DEAD on a refusal).
             LOG.info("outbox " + row.dedupeKey() + " was accepted by its receiver, but the row had already left PENDING");
@@ -229,7 +227,7 @@ public final class OutboxWorker implements AutoCloseable {
             // Guarded by the claim's attempts: a pass whose lease ran out must not move a newer claim's lease.
             db.read(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, last_error = ? "
                                        + "WHERE id = ? AND state = 'PENDING' AND attempts = ?",
-                                    utc(next), truncated(error), row.id(), attempt));
+                                    next, truncated(error), row.id(), attempt));
             LOG.log(Level.FINE, () -> "outbox " + row.dedupeKey() + " attempt " + attempt + " failed (" + error
                                       + "); next at " + next);
         }
@@ -253,10 +251,6 @@ public final class OutboxWorker implements AutoCloseable {
         return text.length() <= MAX_ERROR_CHARS ? text : text.substring(0, MAX_ERROR_CHARS - 1) + "…";
     }
 
-    private static OffsetDateTime utc(Instant instant) {
-        return instant.atOffset(ZoneOffset.UTC);
-    }
-
     /** Stops the background passes (interrupting a call in flight) and waits for the pass to end. */
     @Override
     public synchronized void close() {
@@ -270,6 +264,6 @@ public final class OutboxWorker implements AutoCloseable {
 
     private static Due due(ResultSet rs) throws SQLException {
         return new Due(rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4), rs.getInt(5),
-                       OutboxQuery.instant(rs, 6));
+                       Sql.instant(rs, 6));
     }
 }

@@ -24,7 +24,7 @@ import java.util.concurrent.Flow;
  * <p>Cancellation: {@link HttpClient#send} cancels the exchange when its thread is interrupted, so
  * a subtask interrupted by its scope stops its call instead of waiting for the answer.
  */
-public final class OutsideHttp {
+public final class OutsideHttp implements Outside {
     private final HttpClient client;
     private final OutsideConfig config;
 
@@ -37,23 +37,22 @@ public final class OutsideHttp {
                 .build();
     }
 
-    public record Answer(int status, String body) {
-    }
-
-    public URI uri(String path) {
+    private URI uri(String path) {
         return URI.create(config.baseUrl() + path);
     }
 
-    /** POSTs JSON within the deadline (see {@link OutsideConfig} for the backstop). */
-    public Answer postJson(URI uri, String json, Map<String, String> headers, Deadline deadline)
+    /** Within the deadline; the deadline's scope interrupts the call first (see {@link OutsideConfig} for the backstop). */
+    @Override
+    public Answer post(String path, String json, Map<String, String> headers, Deadline deadline)
             throws IOException, InterruptedException {
-        return postJson(uri, json, headers, deadline.remaining().plus(config.deadlineBackstop()));
+        return post(path, json, headers, deadline.remaining().plus(config.deadlineBackstop()));
     }
 
-    /** POSTs JSON and waits at most {@code timeout} (itself capped by the configured call timeout). */
-    public Answer postJson(URI uri, String json, Map<String, String> headers, Duration timeout)
+    /** Capped further by the configured call timeout. */
+    @Override
+    public Answer post(String path, String json, Map<String, String> headers, Duration timeout)
             throws IOException, InterruptedException {
-        HttpRequest.Builder request = HttpRequest.newBuilder(uri)
+        HttpRequest.Builder request = HttpRequest.newBuilder(uri(path))
                 .timeout(capped(timeout))
                 .header("Content-Type", "application/json")
                 .header("Accept", "application/json")
@@ -62,9 +61,11 @@ public final class OutsideHttp {
         return send(request.build());
     }
 
-    /** GETs JSON and waits at most {@code timeout} (itself capped by the configured call timeout). */
-    public Answer getJson(URI uri, Duration timeout) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(uri).timeout(capped(timeout)).header("Accept", "application/json").GET().build());
+    /** Capped further by the configured call timeout. */
+    @Override
+    public Answer get(String pathAndQuery, Duration timeout) throws IOException, InterruptedException {
+        return send(HttpRequest.newBuilder(uri(pathAndQuery)).timeout(capped(timeout)).header("Accept", "application/json")
+                            .GET().build());
     }
 
     private Answer send(HttpRequest request) throws IOException, InterruptedException {

@@ -5,7 +5,7 @@ import io.github.resilience4j.bulkhead.Bulkhead;
 import io.github.resilience4j.bulkhead.BulkheadConfig;
 import io.github.resilience4j.bulkhead.BulkheadFullException;
 import lastseat.config.PaymentConfig;
-import lastseat.outside.OutsideHttp;
+import lastseat.outside.Outside;
 import lastseat.web.Json;
 import lastseat.work.Backoff;
 import lastseat.work.Deadline;
@@ -45,11 +45,12 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * nothing about what the earlier request did.
  */
 public final class PaymentGateway {
-    private final OutsideHttp http;
+    private static final java.util.logging.Logger LOG = java.util.logging.Logger.getLogger(PaymentGateway.class.getName());
+    private final Outside http;
     private final PaymentConfig config;
     private final Bulkhead bulkhead;
 
-    public PaymentGateway(OutsideHttp http, PaymentConfig config) {
+    public PaymentGateway(Outside http, PaymentConfig config) {
         this.http = http;
         this.config = config;
         this.bulkhead = Bulkhead.of("payment", BulkheadConfig.custom()
@@ -104,7 +105,9 @@ public final class PaymentGateway {
                     ? new Charge.Unknown("no answer from the provider before the deadline")
                     : new Charge.NotSent(Charge.NotSent.Why.CAPACITY, "no payment permit before the deadline");
         } catch (RuntimeException e) {
-            return sent.get() ? new Charge.Unknown(e.toString()) : new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, e.toString());
+            LOG.log(java.util.logging.Level.WARNING, "payment of purchase " + order.purchaseId() + " failed unexpectedly", e);
+            return sent.get() ? new Charge.Unknown("the payment failed unexpectedly after it may have been sent")
+                    : new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, "the payment failed unexpectedly before it was sent");
         }
     }
 
@@ -137,11 +140,11 @@ public final class PaymentGateway {
      */
     public Lookup lookup(String purchaseId, Duration timeout) throws InterruptedException {
         String key = idempotencyKey(purchaseId);
-        OutsideHttp.Answer answer;
+        Outside.Answer answer;
         try {
-            answer = http.getJson(http.uri(config.path() + "?idempotencyKey=" + URLEncoder.encode(key, StandardCharsets.UTF_8)), timeout);
+            answer = http.get(config.path() + "?idempotencyKey=" + URLEncoder.encode(key, StandardCharsets.UTF_8), timeout);
         } catch (IOException e) {
-            return new Lookup.Unclear(e.getClass().getSimpleName() + " " + e.getMessage());
+            return new Lookup.Unclear("the provider could not be reached or did not answer");
         }
         if (answer.status() == 404) {
             return new Lookup.None();
@@ -172,7 +175,7 @@ public final class PaymentGateway {
             return new Charge.Unknown("no payment permit free to ask again");
         }
         try {
-            Charge charge = post(order, http -> http.postJson(http.uri(config.path()), body(order),
+            Charge charge = post(order, http -> http.post(config.path(), body(order),
                     Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), timeout)).charge();
             return charge instanceof Charge.Captured || charge instanceof Charge.Declined ? charge
                     : new Charge.Unknown("asked again: " + describe(charge));
@@ -217,18 +220,18 @@ public final class PaymentGateway {
     }
 
     private Attempt post(PaymentOrder order, Deadline deadline) throws InterruptedException {
-        return post(order, http -> http.postJson(http.uri(config.path()), body(order),
+        return post(order, http -> http.post(config.path(), body(order),
                                                  Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), deadline));
     }
 
     /** One request to the provider. */
     @FunctionalInterface
     private interface Call {
-        OutsideHttp.Answer send(OutsideHttp http) throws IOException, InterruptedException;
+        Outside.Answer send(Outside http) throws IOException, InterruptedException;
     }
 
     private Attempt post(PaymentOrder order, Call call) throws InterruptedException {
-        OutsideHttp.Answer answer;
+        Outside.Answer answer;
         try {
             answer = call.send(http);
         } catch (ConnectException | HttpConnectTimeoutException e) {
@@ -238,7 +241,7 @@ public final class PaymentGateway {
             // The deadline is spent: there is no time to ask again.
             return new Attempt(new Charge.Unknown("no answer from the provider in time"), true, false);
         } catch (IOException e) {
-            return new Attempt(new Charge.Unknown(e.getClass().getSimpleName() + " " + e.getMessage()), true, true);
+            return new Attempt(new Charge.Unknown("the connection broke before the provider answered"), true, true);
         }
         return switch (answer.status()) {
             case 200, 201 -> new Attempt(captured(answer.body()), true, false);

@@ -1,39 +1,39 @@
 package lastseat.purchase;
 
+import lastseat.checks.Checked;
 import lastseat.checks.Checks;
 import lastseat.checks.Quote;
 import lastseat.config.PurchaseConfig;
 import lastseat.inventory.Hold;
 import lastseat.inventory.Order;
 import lastseat.payment.Charge;
-import lastseat.payment.PaymentDeclined;
 import lastseat.payment.PaymentGateway;
 import lastseat.payment.PaymentOrder;
-import lastseat.payment.PaymentUnavailable;
-import lastseat.web.Problem;
+import lastseat.purchase.PurchaseOutcome.Refusal;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
 import lastseat.work.Timeline;
 
+import java.time.Clock;
 import java.util.List;
-import java.util.Map;
+import java.util.Optional;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
  * One purchase, the five steps of DESIGN.md: reserve, check, pay, confirm, and release on every
- * other path.
+ * other path; how it ended comes back as a {@link PurchaseOutcome}, which speaks no HTTP.
  *
  * <p>Contract: the answer comes within the deadline plus a small slack (I5); an exception that
- * leaves {@link #purchase} means nothing was reserved; every answer but {@link Outcome#pending}
- * leaves the purchase released or terminal (or, for a decline, on its way there by the state
+ * leaves {@link #purchase} means nothing was reserved; every outcome but {@link PurchaseOutcome.Pending}
+ * leaves the purchase released or terminal (or, after a decline, on its way there by the state
  * machine alone); the flow's own thread is never interrupted by a deadline, so it always records
  * the outcome.
  *
  * <p>Hazard — the money rule: from PAYING on, a payment request may have reached the provider, and
  * the reconciler settles any purchase it finds with its payment open by sending the same charge
- * again. So once PAYING may have been written, the buyer is told an error only when the purchase is
- * RELEASED (it then cannot be charged) or the provider declined this key; every other ending is 202,
+ * again. So once PAYING may have been written, the buyer is refused only when the purchase is
+ * RELEASED (it then cannot be charged) or the provider declined this key; every other ending is
  * pending, and the purchase's key tells its outcome later.
  */
 public final class PurchaseFlow {
@@ -42,130 +42,132 @@ public final class PurchaseFlow {
     private final PaymentGateway payments;
     private final Purchases purchases;
     private final PurchaseConfig config;
+    private final Clock clock;
 
-    public PurchaseFlow(Checks checks, PaymentGateway payments, Purchases purchases, PurchaseConfig config) {
+    public PurchaseFlow(Checks checks, PaymentGateway payments, Purchases purchases, PurchaseConfig config, Clock clock) {
         this.checks = checks;
         this.payments = payments;
         this.purchases = purchases;
         this.config = config;
+        this.clock = clock;
     }
 
-    /** How a purchase ended for its buyer: confirmed (201) or payment pending (202). */
-    public record Outcome(PurchaseView purchase, boolean confirmed) {
-        static Outcome pending(PurchaseView purchase) {
-            return new Outcome(purchase, false);
-        }
-    }
-
-    public Outcome purchase(Order order, Deadline deadline) throws InterruptedException {
+    public PurchaseOutcome purchase(Order order, Deadline deadline) throws InterruptedException {
         if (config.deadline().minus(deadline.remaining()).compareTo(config.shedAfter()) > 0) {
             // It waited too long to be served (for a connection, for the CPU) to finish in time: going
             // on would take seats and CPU from others and then miss anyway. Shed it, unreserved.
-            throw new Problem(503, "overloaded", "Overloaded",
-                    "The server is too busy to finish this purchase in time; nothing was reserved or charged, "
-                    + "try again after Retry-After", Map.of(), config.retryAfter(), null);
+            return refused(new Refusal.Overloaded());
         }
-        Timeline timeline = new Timeline();
-        Hold hold = reserve(order, timeline);                                                 // 1. reserve
+        Timeline timeline = new Timeline(clock);
+        Purchases.Reservation reservation = reserve(order, timeline);                          // 1. reserve
+        if (!(reservation instanceof Purchases.Reservation.Held(Hold hold))) {
+            return refused(((Purchases.Reservation.Refused) reservation).why());
+        }
         try {
-            Quote quote = check(hold, deadline, timeline);                                    // 2. check
-            Charge charge = payments.charge(paymentOrder(hold, quote), deadline, timeline);   // 3. pay
-            return settle(hold, quote, charge, timeline);                                     // 4. confirm, 5. release
-        } catch (Pending pending) {
-            return pending.outcome();
-        } catch (Problem answered) {
-            throw answered;
+            Checked checked = check(hold, deadline, timeline);                                 // 2. check
+            if (!(checked instanceof Checked.Passed(Quote quote))) {
+                return releaseHeld(hold, timeline, refusal(checked));
+            }
+            Optional<PurchaseOutcome> stopped = startPayment(hold, quote, timeline);
+            if (stopped.isPresent()) {
+                return stopped.get();
+            }
+            Charge charge = payments.charge(paymentOrder(hold, quote), deadline, timeline);    // 3. pay
+            return settle(hold, quote, charge, timeline);                                      // 4. confirm, 5. release
+        } catch (DeadlinePassed e) {
+            timeline.endOpen("cancelled");
+            return releaseHeld(hold, timeline, new Refusal.DeadlinePassed("during the fraud and tax checks"));
         } catch (RuntimeException unexpected) {
             // A failure no step expected, after the seats were taken and perhaps a payment sent: the
             // purchase stays for recovery and the reconciler, and the buyer is told it is pending.
             LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " failed unexpectedly; it stays for recovery", unexpected);
-            return Outcome.pending(PurchaseView.of(hold, null, stateOr(hold, PurchaseState.HELD), List.of()));
+            return pending(hold, null, stateOr(hold, PurchaseState.HELD));
         }
     }
 
-    private Hold reserve(Order order, Timeline timeline) {
+    private Purchases.Reservation reserve(Order order, Timeline timeline) {
         int step = timeline.start("reserve");
-        Hold hold = purchases.reserve(order);
-        timeline.end(step, "held " + hold.seats().size() + (hold.seats().size() == 1 ? " seat" : " seats"));
-        return hold;
+        Purchases.Reservation reservation = purchases.reserve(order);
+        timeline.end(step, switch (reservation) {
+            case Purchases.Reservation.Held held -> "held " + held.hold().seats().size()
+                                                    + (held.hold().seats().size() == 1 ? " seat" : " seats");
+            case Purchases.Reservation.Refused refused -> "refused";
+        });
+        return reservation;
     }
 
-    /** The checks, then HELD → PAYING: after this the payment may be sent. */
-    private Quote check(Hold hold, Deadline deadline, Timeline timeline) throws InterruptedException {
-        Quote quote;
-        try {
-            quote = checks.run(hold, deadline, timeline);
-        } catch (DeadlinePassed e) {
-            timeline.endOpen("cancelled");
-            throw releaseHeld(hold, "deadline passed during the checks", timeline,
-                              new DeadlineExceeded(config.deadline(), "during the fraud and tax checks"));
-        } catch (RuntimeException e) {
-            throw releaseHeld(hold, e.getMessage(), timeline, e);
-        }
+    private Checked check(Hold hold, Deadline deadline, Timeline timeline) throws DeadlinePassed, InterruptedException {
+        return checks.run(hold, deadline, timeline);
+    }
+
+    private static Refusal refusal(Checked checked) {
+        return switch (checked) {
+            case Checked.Declined declined -> new Refusal.FraudDeclined(declined.reason());
+            case Checked.Unavailable unavailable -> new Refusal.CheckUnavailable(unavailable.service(), unavailable.what());
+            case Checked.Passed passed -> throw new IllegalArgumentException("the checks passed");
+        };
+    }
+
+    /**
+     * HELD → PAYING: after this the payment may be sent. Empty when it may; otherwise how the
+     * purchase ended instead (cancelled or expired during the checks, or a write that failed).
+     */
+    private Optional<PurchaseOutcome> startPayment(Hold hold, Quote quote, Timeline timeline) {
         Purchases.Moved started;
         try {
             started = purchases.startPayment(hold, quote);
         } catch (RuntimeException e) {
             // Whether PAYING was written is not known: end it as a payment that never left, which it is.
-            throw unsent(hold, quote, "could not start the payment: " + e.getMessage(), timeline, e);
+            LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " could not start its payment", e);
+            return Optional.of(unsent(hold, quote, "could not start the payment", timeline,
+                    new Refusal.PaymentNotAttempted(Charge.NotSent.Why.UNREACHABLE, "the payment could not be started")));
         }
-        if (started instanceof Purchases.Moved.Refused) {
-            // Cancelled or expired while the checks ran: no payment starts, the seats are back already.
-            throw purchases.notPayable(hold);
-        }
-        return quote;
+        // Cancelled or expired while the checks ran: no payment starts, the seats are back already.
+        return started instanceof Purchases.Moved.Refused ? Optional.of(refused(purchases.notPayable(hold))) : Optional.empty();
     }
 
     private static PaymentOrder paymentOrder(Hold hold, Quote quote) {
         return new PaymentOrder(hold.purchaseId(), hold.amount().add(quote.tax()), hold.currency(), hold.paymentToken());
     }
 
-    private Outcome settle(Hold hold, Quote quote, Charge charge, Timeline timeline) {
+    private PurchaseOutcome settle(Hold hold, Quote quote, Charge charge, Timeline timeline) {
         return switch (charge) {
             case Charge.Captured captured -> confirm(hold, quote, captured.paymentId(), timeline);
-            case Charge.Unknown unknown -> pending(hold, quote, unknown.reason(), timeline);
+            case Charge.Unknown unknown -> unknown(hold, quote, unknown.reason(), timeline);
             case Charge.Declined declined -> declined(hold, declined, timeline);
-            case Charge.Rejected rejected -> throw unsent(hold, quote, "payment refused with " + rejected.status(), timeline,
-                    new PaymentUnavailable(502, "payment-refused",
-                            "The payment provider refused the request (" + rejected.status() + ")", null));
-            case Charge.NotSent notSent -> throw unsent(hold, quote, "payment not attempted: " + notSent.reason(), timeline,
-                    switch (notSent.why()) {
-                        case DEADLINE -> new DeadlineExceeded(config.deadline(), "before the payment could start");
-                        case CAPACITY -> new PaymentUnavailable(503, "payment-capacity-full",
-                                "The payment could not be attempted: " + notSent.reason(), config.retryAfter());
-                        case UNREACHABLE -> new PaymentUnavailable(503, "payment-unavailable",
-                                "The payment could not be attempted: " + notSent.reason(), config.retryAfter());
-                    });
+            case Charge.Rejected rejected -> unsent(hold, quote, "payment refused with " + rejected.status(), timeline,
+                                                    new Refusal.PaymentRefused(rejected.status()));
+            case Charge.NotSent notSent -> unsent(hold, quote, "payment not attempted: " + notSent.reason(), timeline,
+                                                  new Refusal.PaymentNotAttempted(notSent.why(), notSent.reason()));
         };
     }
 
     /**
-     * HELD → RELEASED, then {@code outcome} for the caller to throw. No payment was started. If the
-     * release fails, the hold stays until recovery releases it: the buyer is told it is pending
-     * (202) rather than an error that says the seats came back, and its key stays taken until then.
+     * HELD → RELEASED, then {@code why}. No payment was started. If the release fails, the hold stays
+     * until recovery releases it: the buyer is told it is pending rather than that the seats came back,
+     * and its key stays taken until then.
      */
-    private RuntimeException releaseHeld(Hold hold, String reason, Timeline timeline, RuntimeException outcome) {
+    private PurchaseOutcome releaseHeld(Hold hold, Timeline timeline, Refusal why) {
         try {
-            return switch (purchases.release(hold.purchaseId(), PurchaseState.HELD, reason, timeline, -1)) {
-                case Purchases.Moved.Done done -> outcome;
+            return switch (purchases.release(hold.purchaseId(), PurchaseState.HELD, describe(why), timeline, -1)) {
+                case Purchases.Moved.Done done -> refused(why);
                 // Somebody else ended it first (the buyer cancelled, the hold expired): say that instead.
-                case Purchases.Moved.Refused refused -> purchases.notPayable(hold);
-                case Purchases.Moved.SeatsGone gone -> outcome;
+                case Purchases.Moved.Refused refused -> refused(purchases.notPayable(hold));
+                case Purchases.Moved.SeatsGone gone -> refused(why);
             };
         } catch (RuntimeException e) {
-            LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " could not be released (" + reason
-                                  + "); recovery releases it", e);
-            return new Pending(PurchaseView.of(hold, null, PurchaseState.HELD, List.of()));
+            LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " could not be released; recovery releases it", e);
+            return pending(hold, null, PurchaseState.HELD);
         }
     }
 
     /**
-     * A purchase that may be PAYING though no payment request left (it was refused at once, never
-     * connected, or never sent): RELEASED, then {@code outcome}. If it cannot be released, it stays
-     * PAYING and the reconciler will settle it — possibly by charging — so the buyer is told 202,
-     * never an error that says nothing was charged.
+     * A purchase that may be PAYING though no payment request left (refused at once, never
+     * connected, never sent): RELEASED, then {@code why}. If it cannot be released it stays PAYING
+     * and the reconciler will settle it — possibly by charging — so the buyer is told it is pending,
+     * never that nothing was charged.
      */
-    private RuntimeException unsent(Hold hold, Quote quote, String reason, Timeline timeline, RuntimeException outcome) {
+    private PurchaseOutcome unsent(Hold hold, Quote quote, String reason, Timeline timeline, Refusal why) {
         try {
             Purchases.Moved moved = purchases.release(hold.purchaseId(), PurchaseState.PAYING, reason, timeline, -1);
             if (moved instanceof Purchases.Moved.Refused refused && refused.actual().orElse(null) == PurchaseState.HELD) {
@@ -174,21 +176,20 @@ public final class PurchaseFlow {
             }
             return switch (moved) {
                 case Purchases.Moved.Refused refused when refused.actual().map(PurchaseState::leavesNothing).orElse(false) ->
-                        purchases.notPayable(hold);
-                case Purchases.Moved.Refused refused ->
-                        new Pending(PurchaseView.of(hold, quote, refused.actual().orElse(PurchaseState.PAYING), List.of()));
-                case Purchases.Moved.Done done -> outcome;
-                case Purchases.Moved.SeatsGone gone -> outcome;
+                        refused(purchases.notPayable(hold));
+                case Purchases.Moved.Refused refused -> pending(hold, quote, refused.actual().orElse(PurchaseState.PAYING));
+                case Purchases.Moved.Done done -> refused(why);
+                case Purchases.Moved.SeatsGone gone -> refused(why);
             };
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " sent no payment but could not be released (" + reason
                                   + "); it stays for recovery and the reconciler, and its buyer is told it is pending", e);
-            return new Pending(PurchaseView.of(hold, quote, PurchaseState.PAYING, List.of()));
+            return pending(hold, quote, PurchaseState.PAYING);
         }
     }
 
     /** The provider declined this key: a definite refusal, true even while the release is still to come. */
-    private Outcome declined(Hold hold, Charge.Declined declined, Timeline timeline) {
+    private PurchaseOutcome declined(Hold hold, Charge.Declined declined, Timeline timeline) {
         try {
             purchases.release(hold.purchaseId(), PurchaseState.PAYING, "payment declined", timeline, -1);
         } catch (RuntimeException e) {
@@ -196,65 +197,71 @@ public final class PurchaseFlow {
             LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " was declined but could not be released; "
                                   + "the reconciler will", e);
         }
-        throw new PaymentDeclined(declined.reason());
+        return refused(new Refusal.PaymentDeclined(declined.reason()));
     }
 
     /**
-     * Once money has moved, no failure may escape as an error a client would retry with a new key
-     * (a second purchase, a second charge): a confirmation that cannot be written leaves the
-     * purchase pending, for the provider to be asked again.
+     * Once money has moved, no failure may become a refusal a client would retry with a new key (a
+     * second purchase, a second charge): a confirmation that cannot be written leaves the purchase
+     * pending, for the provider to be asked again.
      */
-    private Outcome confirm(Hold hold, Quote quote, String paymentId, Timeline timeline) {
+    private PurchaseOutcome confirm(Hold hold, Quote quote, String paymentId, Timeline timeline) {
         int step = timeline.start("confirm");
         Purchases.Moved moved;
         try {
             moved = purchases.confirm(hold.purchaseId(), PurchaseState.PAYING, paymentId, timeline, step);
         } catch (RuntimeException e) {
-            timeline.end(step, "failed: " + e.getMessage());
+            timeline.end(step, "failed: the confirmation could not be written");
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged (" + paymentId
                                    + ") but could not be confirmed; it stays pending", e);
-            return pending(hold, quote, "charged as " + paymentId + " but not confirmed: " + e.getMessage(), timeline);
+            return unknown(hold, quote, "charged as " + paymentId + " but not confirmed", timeline);
         }
         return switch (moved) {
             // Built from what was written, not read back: a failing read must not make it look pending.
-            case Purchases.Moved.Done done -> new Outcome(PurchaseView.of(hold, quote, PurchaseState.CONFIRMED, done.tickets()), true);
+            case Purchases.Moved.Done done ->
+                    new PurchaseOutcome.Confirmed(PurchaseView.of(hold, quote, PurchaseState.CONFIRMED, done.tickets()));
             case Purchases.Moved.SeatsGone gone -> refund(hold, quote, paymentId, timeline, step);
             case Purchases.Moved.Refused refused -> {
                 timeline.end(step, "refused: the purchase is " + refused.actual().map(Enum::name).orElse("gone"));
-                yield Outcome.pending(PurchaseView.of(hold, quote, refused.actual().orElse(PurchaseState.PAYING), List.of()));
+                yield pending(hold, quote, refused.actual().orElse(PurchaseState.PAYING));
             }
         };
     }
 
     /**
      * The payment was captured but the seats are no longer all held: the money goes back (queued
-     * durably with the state change) and the buyer is told, with a 409 that is stored for the key
-     * like any answer. If even that cannot be written, the purchase is left pending for the
-     * reconciler, which finds the capture and settles it.
+     * durably with the state change). If even that cannot be written, the purchase is left pending
+     * for the reconciler, which finds the capture and settles it.
      */
-    private Outcome refund(Hold hold, Quote quote, String paymentId, Timeline timeline, int step) {
+    private PurchaseOutcome refund(Hold hold, Quote quote, String paymentId, Timeline timeline, int step) {
         try {
             purchases.refund(hold.purchaseId(), PurchaseState.PAYING, paymentId, "captured after its seats were gone", timeline, step);
         } catch (RuntimeException e) {
-            timeline.end(step, "failed: " + e.getMessage());
+            timeline.end(step, "failed: the refund could not be written");
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged without its seats and could not be "
                                    + "refunded now; it stays pending", e);
-            return pending(hold, quote, "charged as " + paymentId + " without its seats: " + e.getMessage(), timeline);
+            return unknown(hold, quote, "charged as " + paymentId + " without its seats", timeline);
         }
-        throw new Problem(409, "payment-refunded", "Seats gone, payment refunded",
-                "The seats " + String.join(", ", hold.seats()) + " were no longer held when the payment was confirmed; the payment "
-                + paymentId + " is being refunded", Map.of("purchaseId", hold.purchaseId(), "state", "REFUNDED"), null, null);
+        return new PurchaseOutcome.Refunded(hold.purchaseId(), paymentId, hold.seats());
     }
 
-    private Outcome pending(Hold hold, Quote quote, String reason, Timeline timeline) {
+    /** PAYING → PAYMENT_UNKNOWN, seats held, for the reconciler. */
+    private PurchaseOutcome unknown(Hold hold, Quote quote, String reason, Timeline timeline) {
         try {
             purchases.loseAnswer(hold.purchaseId(), reason, timeline);
         } catch (RuntimeException e) {
             // Left PAYING: recovery makes it PAYMENT_UNKNOWN after purchase.abandoned-after.
-            LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " could not be marked PAYMENT_UNKNOWN; "
-                                   + "recovery will", e);
+            LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " could not be marked PAYMENT_UNKNOWN; recovery will", e);
         }
-        return Outcome.pending(PurchaseView.of(hold, quote, PurchaseState.PAYMENT_UNKNOWN, List.of()));
+        return pending(hold, quote, PurchaseState.PAYMENT_UNKNOWN);
+    }
+
+    private static PurchaseOutcome pending(Hold hold, Quote quote, PurchaseState state) {
+        return new PurchaseOutcome.Pending(PurchaseView.of(hold, quote, state, List.of()));
+    }
+
+    private static PurchaseOutcome refused(Refusal why) {
+        return new PurchaseOutcome.Refused(why);
     }
 
     /** The purchase's state as the database has it, or {@code fallback} when it cannot be read. */
@@ -266,20 +273,13 @@ public final class PurchaseFlow {
         }
     }
 
-    /**
-     * A purchase that must be answered 202 from a step that otherwise ends by throwing its answer;
-     * thrown only inside this class and caught by {@link #purchase}.
-     */
-    private static final class Pending extends RuntimeException {
-        private final PurchaseView purchase;
-
-        Pending(PurchaseView purchase) {
-            super("pending", null, false, false);
-            this.purchase = purchase;
-        }
-
-        Outcome outcome() {
-            return Outcome.pending(purchase);
-        }
+    /** The reason a released purchase keeps in its row. */
+    private static String describe(Refusal why) {
+        return switch (why) {
+            case Refusal.FraudDeclined declined -> "fraud check declined" + (declined.reason() == null ? "" : ": " + declined.reason());
+            case Refusal.CheckUnavailable down -> "the " + down.service() + " service could not be used: " + down.what();
+            case Refusal.DeadlinePassed late -> "deadline passed " + late.during();
+            default -> "refused";
+        };
     }
 }

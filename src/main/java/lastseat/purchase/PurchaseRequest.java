@@ -1,15 +1,14 @@
 package lastseat.purchase;
 
 import lastseat.inventory.Order;
+import lastseat.inventory.SeatLabels;
 import lastseat.web.Problem;
 
-import java.util.HashSet;
 import java.util.List;
 import java.util.regex.Pattern;
 
 /** The body of {@code POST /purchases}. Unknown fields are refused by the JSON reader. */
 record PurchaseRequest(String eventId, List<String> seats, Integer quantity, Buyer buyer, String paymentToken) {
-    private static final Pattern SEAT = Pattern.compile("[A-Za-z0-9][A-Za-z0-9_-]{0,15}");
     private static final Pattern EMAIL = Pattern.compile("[^@\\s]{1,64}@[^@\\s]{1,189}");
     private static final Pattern TOKEN = Pattern.compile("[A-Za-z0-9_-]{1,100}");
 
@@ -24,20 +23,8 @@ record PurchaseRequest(String eventId, List<String> seats, Integer quantity, Buy
         if ((seats == null) == (quantity == null)) {
             throw invalid("give either seats (a list of seat labels) or quantity (a number), not both");
         }
-        if (seats != null) {
-            if (seats.isEmpty() || seats.size() > maxSeats) {
-                throw invalid("seats must list from 1 to " + maxSeats + " seats");
-            }
-            var seen = new HashSet<String>();
-            for (String seat : seats) {
-                if (seat == null || !SEAT.matcher(seat).matches()) {
-                    throw invalid("seat labels are 1-16 letters, digits, '_' or '-'");
-                }
-                if (!seen.add(seat)) {
-                    throw invalid("seat " + seat + " is listed twice");
-                }
-            }
-        } else if (quantity < 1 || quantity > maxSeats) {
+        List<String> labels = seats == null ? null : SeatLabels.checked(seats, maxSeats);
+        if (seats == null && (quantity < 1 || quantity > maxSeats)) {
             throw new Problem(400, "invalid-quantity", "Bad request", "quantity must be from 1 to " + maxSeats + ", got " + quantity);
         }
         if (buyer == null || buyer.id() == null || buyer.id().isBlank() || buyer.id().length() > 100) {
@@ -49,7 +36,7 @@ record PurchaseRequest(String eventId, List<String> seats, Integer quantity, Buy
         if (paymentToken == null || !TOKEN.matcher(paymentToken).matches()) {
             throw invalid("paymentToken is required (1-100 letters, digits, '_' or '-')");
         }
-        return new Order(eventId, seats == null ? null : List.copyOf(seats), seats == null ? quantity : seats.size(),
+        return new Order(eventId, labels, labels == null ? quantity : labels.size(),
                          buyer.id(), buyer.email(), paymentToken, idempotencyKey);
     }
 

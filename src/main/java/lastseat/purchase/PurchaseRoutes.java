@@ -2,7 +2,8 @@ package lastseat.purchase;
 
 import io.helidon.http.HeaderName;
 import io.helidon.http.HeaderNames;
-import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.HttpRules;
+import io.helidon.webserver.http.HttpService;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import lastseat.config.PurchaseConfig;
@@ -10,13 +11,16 @@ import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
 import lastseat.web.Bodies;
+import lastseat.web.Failures;
 import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
 import lastseat.work.Deadline;
 
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -24,22 +28,24 @@ import java.util.logging.Level;
 import java.util.logging.Logger;
 
 /**
- * {@code POST /purchases} and {@code GET /purchases/{id}}.
+ * {@code /purchases}: buy ({@code POST}), read one ({@code GET /{id}}), list a state
+ * ({@code GET ?state=}), cancel ({@code POST /{id}/cancel}).
  *
  * <p>Contract: nothing changes before the body, the key and the order are valid (every 4xx about
  * the input is decided first); a key answered once is answered the same way again, without a
  * second purchase or charge. At most {@code purchase.max-in-flight} purchases run at once in this
  * process ({@link Admission}); past that a purchase is answered 503 with {@code Retry-After} at once,
  * having changed nothing. That cap is per instance and protects only this process; seats are decided
- * by the database.
+ * by the database. Every outcome becomes its answer in {@link PurchaseAnswers}, nowhere else.
  */
-public final class PurchaseRoutes {
+public final class PurchaseRoutes implements HttpService {
     private static final Logger LOG = Logger.getLogger(PurchaseRoutes.class.getName());
-    /**
-     * Answers a retry should not replay: nothing was charged, so the key is let go and a retry runs
-     * again. (The flow never lets a failure escape once a payment may have left; see PurchaseFlow.)
-     */
     private static final HeaderName SERVER_TIMING = HeaderNames.create("Server-Timing");
+    private static final HeaderName REPLAYED = HeaderNames.create("Idempotent-Replayed");
+    /**
+     * Answers a retry should not replay: nothing was charged or held, so the key is let go and a
+     * retry runs again (the flow answers no 5xx while anything of the purchase remains).
+     */
     private static final Set<Integer> RETRYABLE = Set.of(500, 503, 504);
 
     private final PurchaseFlow flow;
@@ -48,6 +54,7 @@ public final class PurchaseRoutes {
     private final IdempotencyKeys keys;
     private final PurchaseConfig config;
     private final PurchaseMetrics metrics;
+    private final PurchaseAnswers answers;
     private final Admission admission;
 
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
@@ -58,14 +65,16 @@ public final class PurchaseRoutes {
         this.keys = keys;
         this.config = config;
         this.metrics = metrics;
+        this.answers = new PurchaseAnswers(config);
         this.admission = new Admission(config.maxInFlight());
     }
 
-    public void register(HttpRouting.Builder routing) {
-        routing.post("/purchases", this::purchase)
-               .get("/purchases", this::list)
-               .get("/purchases/{id}", this::find)
-               .post("/purchases/{id}/cancel", this::cancel);
+    @Override
+    public void routing(HttpRules rules) {
+        rules.post("/", this::purchase)
+             .get("/", this::list)
+             .get("/{id}", this::find)
+             .post("/{id}/cancel", this::cancel);
     }
 
     private void purchase(ServerRequest request, ServerResponse response) {
@@ -75,25 +84,32 @@ public final class PurchaseRoutes {
         Bodies.requireJson(request);
         byte[] body = Bodies.read(request, config.maxBodyBytes());
         Order order = Json.read(body, PurchaseRequest.class).toOrder(key, config.maxSeats());
-        inventory.validate(order);
+        Optional<Inventory.Invalid> invalid = inventory.validate(order);
+        if (invalid.isPresent()) {
+            send(answers.of(invalid.get()), response, arrived);
+            return;
+        }
         // Admission comes after every 4xx about the input (a bad request is answered the same way under
         // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
         Optional<Admission.Permit> claimed = admission.tryClaim();
         if (claimed.isEmpty()) {
-            metrics.outcome(503);
-            serverTiming(response, arrived);
-            Reply.problem(tooMany(), "/purchases").send(response);
+            send(answers.tooMany(admission.capacity()), response, arrived);
             return;
         }
-        Reply reply;
-        // The place is held for exactly the work, and given back on every way out of it: an answer, a
-        // Problem thrown by the key (409, 422), an unexpected failure or the interrupt. It is back before
-        // the answer is written, so a client that has its answer can count on the place being free.
+        PurchaseAnswers.Answer answer;
+        // The place is held for exactly the work, and given back on every way out of it: an answer, an
+        // unexpected failure or the interrupt. It is back before the answer is written, so a client that
+        // has its answer can count on the place being free.
         try (Admission.Permit permit = claimed.get()) {
-            reply = admitted(key, body, order, deadline, response);
+            answer = admitted(key, body, order, deadline, response);
         }
+        send(answer, response, arrived);
+    }
+
+    private void send(PurchaseAnswers.Answer answer, ServerResponse response, long arrived) {
+        metrics.outcome(answer.reply().status());
         serverTiming(response, arrived);
-        reply.send(response);
+        answer.reply().send(response);
     }
 
     /**
@@ -101,7 +117,7 @@ public final class PurchaseRoutes {
      * answer, on the server's clock, so a client can tell the server's time from its own queueing (I5).
      */
     private static void serverTiming(ServerResponse response, long arrived) {
-        response.header(SERVER_TIMING, String.format(Locale.ROOT, "app;dur=%.1f", (System.nanoTime() - arrived) / 1e6));
+        response.header(SERVER_TIMING, String.format(java.util.Locale.ROOT, "app;dur=%.1f", (System.nanoTime() - arrived) / 1e6));
     }
 
     /** Free admission places of this process, for the metrics. */
@@ -118,7 +134,7 @@ public final class PurchaseRoutes {
      * Waits, at most {@code bound}, until no purchase runs in this process: for the shutdown, after
      * the server has stopped taking requests. True when none is left.
      */
-    public boolean drain(java.time.Duration bound) {
+    public boolean drain(Duration bound) {
         long until = System.nanoTime() + bound.toNanos();
         while (inFlight() > 0 && System.nanoTime() < until) {
             try {
@@ -132,15 +148,18 @@ public final class PurchaseRoutes {
     }
 
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
-    private Reply admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response) {
-        return switch (keys.claim(key, IdempotencyKeys.fingerprint(body))) {
+    private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response) {
+        IdempotencyKeys.Claim claim = keys.claim(key, IdempotencyKeys.fingerprint(body));
+        return switch (claim) {
             case IdempotencyKeys.Claim.Replay replay -> {
-                response.header(HeaderNames.create("Idempotent-Replayed"), "true");
+                response.header(REPLAYED, "true");
                 // A pending answer is not final: the retry is told where the purchase stands now.
-                yield replay.reply().status() == 202 ? current(replay.reply()) : replay.reply();
+                yield new PurchaseAnswers.Answer(replay.reply().status() == 202 ? current(replay.reply()) : replay.reply(), "replayed");
             }
             case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline);
             case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline);
+            case IdempotencyKeys.Claim.InFlight inFlight -> answers.of(claim, key);
+            case IdempotencyKeys.Claim.Reused reused -> answers.of(claim, key);
         };
     }
 
@@ -149,40 +168,48 @@ public final class PurchaseRoutes {
      * still moving (recovery has not reached it) → 409, retry later; paid or pending → its current
      * state, stored for the key; never started, released or expired (nothing charged) → run afresh.
      */
-    private Reply resume(String key, IdempotencyKeys.Claim.Abandoned abandoned, Order order, Deadline deadline) {
+    private PurchaseAnswers.Answer resume(String key, IdempotencyKeys.Claim.Abandoned abandoned, Order order, Deadline deadline) {
         Optional<String> id = purchases.byKey(key);
         Optional<PurchaseState> state = id.flatMap(purchases::stateOf);
         if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
-            throw IdempotencyKeys.inFlight(key);
+            return answers.inFlight(key);
         }
-        String token = keys.takeOver(key, abandoned.claimedAt()).orElseThrow(() -> IdempotencyKeys.inFlight(key));
+        Optional<String> token = keys.takeOver(key, abandoned.claimedAt());
+        if (token.isEmpty()) {
+            return answers.inFlight(key);
+        }
         if (state.isEmpty() || state.get().leavesNothing()) {
-            return runFresh(key, token, order, deadline);
+            return runFresh(key, token.get(), order, deadline);
         }
         Reply reply = current(id.get());
-        end(key, keys.complete(key, token, reply));
-        return reply;
+        end(key, keys.complete(key, token.get(), reply));
+        return new PurchaseAnswers.Answer(reply, "resumed");
     }
 
-    Reply runFresh(String key, String token, Order order, Deadline deadline) {
-        Reply reply;
+    PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline) {
+        PurchaseAnswers.Answer answer;
         try {
-            reply = run(order, deadline);
+            answer = answers.of(flow.purchase(order, deadline));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            metrics.outcome(202);
             // The server is stopping past its grace, and the payment may have left: never "nothing was
             // charged". The key stays in flight; recovery settles the purchase and the key's retry tells it.
-            return stopping(key);
+            return new PurchaseAnswers.Answer(stopping(key), "pending");
+        } catch (RuntimeException e) {
+            // The flow lets a failure out only when nothing was reserved.
+            LOG.log(Level.SEVERE, "purchase failed before anything was reserved", e);
+            answer = new PurchaseAnswers.Answer(Reply.problem(Failures.problemFor(e,
+                    "The purchase failed unexpectedly; nothing was reserved or charged, try again"), "/purchases"), "failed");
         }
         try {
+            Reply reply = answer.reply();
             end(key, RETRYABLE.contains(reply.status()) ? keys.forget(key, token) : keys.complete(key, token, reply));
         } catch (RuntimeException e) {
             // The buyer still gets the real outcome; the key stays in flight, so a retry with it is
             // refused (409) rather than run again: it must not become a second purchase.
             LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
         }
-        return reply;
+        return answer;
     }
 
     private static void end(String key, IdempotencyKeys.Ending ending) {
@@ -214,13 +241,9 @@ public final class PurchaseRoutes {
                 Thread.currentThread().interrupt();
             }
         }
-        return notKnown(key, "The server stopped while this purchase ran");
-    }
-
-    /** 202 for a purchase whose outcome this request cannot tell: its key's retry will. */
-    private static Reply notKnown(String key, String why) {
         return Reply.json(202, Map.of("idempotencyKey", key, "state", "PENDING",
-                "detail", why + "; retry with the same Idempotency-Key to learn its outcome"), null);
+                "detail", "The server stopped while this purchase ran; retry with the same Idempotency-Key to learn its outcome"),
+                null);
     }
 
     /** The purchase a stored pending answer was about, as it stands now. */
@@ -239,13 +262,7 @@ public final class PurchaseRoutes {
 
     private void cancel(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
-        Reply.json(200, purchases.cancel(id).withoutTimeline(), "/purchases/" + id).send(response);
-    }
-
-    private Problem tooMany() {
-        return new Problem(503, "too-many-purchases", "Too many purchases",
-                "This server is already running its " + admission.capacity() + " purchases at once; "
-                + "nothing was reserved or charged, try again after Retry-After", Map.of(), config.retryAfter(), null);
+        answers.of(purchases.cancel(id), id).reply().send(response);
     }
 
     /** The keys this process claims, for tests that run a claimed purchase by hand. */
@@ -258,33 +275,17 @@ public final class PurchaseRoutes {
         return admission;
     }
 
-    private Reply run(Order order, Deadline deadline) throws InterruptedException {
-        Reply reply;
-        try {
-            PurchaseFlow.Outcome outcome = flow.purchase(order, deadline);
-            PurchaseView view = outcome.purchase();
-            reply = Reply.json(outcome.confirmed() ? 201 : 202, view, "/purchases/" + view.id());
-        } catch (Problem problem) {
-            reply = Reply.problem(problem, "/purchases");
-        } catch (RuntimeException e) {
-            // The flow lets a failure out only when nothing was reserved.
-            LOG.log(Level.SEVERE, "purchase failed", e);
-            reply = Reply.problem(new Problem(500, "internal", "Internal error",
-                    "The purchase failed unexpectedly; nothing was reserved or charged, try again"), "/purchases");
-        }
-        metrics.outcome(reply.status());
-        return reply;
-    }
-
     /** {@code GET /purchases?state=…}: how many purchases are in the state, and the oldest of them. */
     private void list(ServerRequest request, ServerResponse response) {
         String name = request.query().first("state").orElseThrow(() -> Problem.badRequest("missing-parameter",
                 "Name the state: /purchases?state=<" + String.join("|", states()) + ">"));
-        PurchaseState state = states().contains(name) ? PurchaseState.valueOf(name) : null;
-        if (state == null) {
-            throw Problem.badRequest("unknown-state", "There is no state " + name + "; the states are " + String.join(", ", states()));
+        if (!states().contains(name)) {
+            // Echo a short value only: the detail is read by people, not a place to reflect anything sent.
+            String shown = name.length() <= 20 && name.matches("[A-Za-z_]*") ? name : "given";
+            throw Problem.badRequest("unknown-state", "There is no state " + shown + "; the states are " + String.join(", ", states()));
         }
-        Map<String, Object> body = new java.util.LinkedHashMap<>();
+        PurchaseState state = PurchaseState.valueOf(name);
+        Map<String, Object> body = new LinkedHashMap<>();
         body.put("state", state.name());
         body.put("count", purchases.count(state).count());
         body.put("items", purchases.list(state));
@@ -292,7 +293,7 @@ public final class PurchaseRoutes {
     }
 
     private static List<String> states() {
-        return java.util.Arrays.stream(PurchaseState.values()).map(Enum::name).toList();
+        return Arrays.stream(PurchaseState.values()).map(Enum::name).toList();
     }
 
     private void find(ServerRequest request, ServerResponse response) {

@@ -8,7 +8,6 @@ import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
 import lastseat.outbox.Outbox;
 import lastseat.web.Json;
-import lastseat.web.Problem;
 import lastseat.work.Timeline;
 
 import java.math.BigDecimal;
@@ -20,7 +19,6 @@ import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
 import java.time.OffsetDateTime;
-import java.time.ZoneOffset;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -80,19 +78,28 @@ public final class Purchases {
 
     // --- the reservation: a purchase comes to be, HELD ---
 
+    /** What a reservation got: the hold, or the refusal the order earned (nothing claimed). */
+    public sealed interface Reservation {
+        record Held(Hold hold) implements Reservation {
+        }
+
+        record Refused(PurchaseOutcome.Refusal why) implements Reservation {
+        }
+    }
+
     /**
      * Step 1 of a purchase, in one transaction: expires the holds past their expiry on the seats the
-     * order wants, claims every seat or none, and writes the purchase HELD. Throws the 409 the order
-     * earned (which seats are taken, or how many are free) when a seat is missed.
+     * order wants, claims every seat or none, and writes the purchase HELD. A missed seat is a
+     * refusal naming the seats taken, or how many are free.
      */
-    public Hold reserve(Order order) {
+    public Reservation reserve(Order order) {
         String purchaseId = UUID.randomUUID().toString();
         // Milliseconds: what the database stores and every later read shows, so answers agree byte for byte.
         Instant expiresAt = clock.instant().plus(holdTtl).truncatedTo(ChronoUnit.MILLIS);
         Inventory.Claim claim = db.inTransaction(c -> {
             for (String expired : inventory.expiredHoldsOn(c, order)) {
                 // Refused means somebody else moved it first: its seats are back or never will be, either way not ours to take.
-                move(c, Transition.EXPIRE_HOLD, expired, Change.by("expire", "the hold expired; seats released")
+                move(c, Transition.EXPIRE_HOLD, expired, Change.by(clock, "expire", "the hold expired; seats released")
                         .because("the hold expired before the checks ended"));
             }
             Inventory.Claim attempt = inventory.claim(c, order, purchaseId);
@@ -104,21 +111,23 @@ public final class Purchases {
             return attempt;
         });
         return switch (claim) {
-            case Inventory.Claim.Claimed claimed -> new Hold(purchaseId, order.eventId(), claimed.labels(), claimed.amount(),
-                    claimed.currency(), expiresAt, order.buyerId(), order.buyerEmail(), order.paymentToken());
-            case Inventory.Claim.Missed missed -> throw inventory.refusal(order, missed);
+            case Inventory.Claim.Claimed claimed -> new Reservation.Held(new Hold(purchaseId, order.eventId(), claimed.labels(),
+                    claimed.amount(), claimed.currency(), expiresAt, order.buyerId(), order.buyerEmail(), order.paymentToken()));
+            case Inventory.Claim.Missed missed -> new Reservation.Refused(order.namesSeats()
+                    ? new PurchaseOutcome.Refusal.SeatsTaken(inventory.taken(order, missed.label()))
+                    : new PurchaseOutcome.Refusal.SoldOut(order.quantity(), inventory.available(order.eventId())));
         };
     }
 
     private void insertHeld(Connection c, String purchaseId, Order order, Inventory.Claim.Claimed claimed, Instant expiresAt)
             throws SQLException {
-        OffsetDateTime now = now();
+        Instant now = clock.instant();
         Sql.update(c, "INSERT INTO purchases (id, event_id, state, idempotency_key, buyer_id, buyer_email, payment_token, "
                       + "seat_count, amount, currency, hold_expires_at, created_at, updated_at) "
                       + "VALUES (?, ?, 'HELD', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                    purchaseId, order.eventId(), order.idempotencyKey(), order.buyerId(), order.buyerEmail(),
                    order.paymentToken(), claimed.labels().size(), claimed.amount(), claimed.currency(),
-                   expiresAt.atOffset(ZoneOffset.UTC), now, now);
+                   expiresAt, now, now);
         try (PreparedStatement ps = c.prepareStatement("INSERT INTO purchase_seats (purchase_id, event_id, label) VALUES (?, ?, ?)")) {
             for (String label : claimed.labels()) {
                 ps.setString(1, purchaseId);
@@ -138,7 +147,7 @@ public final class Purchases {
      * start for seats that are no longer promised.
      */
     Moved startPayment(Hold hold, Quote quote) {
-        OffsetDateTime now = now();
+        Instant now = clock.instant();
         return db.inTransaction(c -> move(c, Transition.START_PAYMENT, hold.purchaseId(),
                 Change.silent().guard(" AND hold_expires_at > ?", now).set("tax = ?", quote.tax())));
     }
@@ -175,25 +184,37 @@ public final class Purchases {
         return db.inTransaction(c -> move(c, Transition.LOSE_ANSWER, id, Change.on(timeline).because(reason)));
     }
 
-    /** HELD → RELEASED because the buyer changed their mind; 404 or 409 (naming the state) otherwise. */
-    PurchaseView cancel(String id) {
-        Moved moved = db.inTransaction(c -> move(c, Transition.RELEASE_HOLD, id,
-                Change.by("cancel", "released by the buyer").because("cancelled by the buyer")));
-        if (moved instanceof Moved.Refused refused) {
-            PurchaseState state = refused.actual()
-                    .orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase " + id));
-            throw new Problem(409, "purchase-not-cancellable", "Purchase cannot be cancelled",
-                    "Purchase " + id + " is " + state + "; only a purchase still HELD (before its payment) can be cancelled",
-                    Map.of("state", state.name()), null, null);
+    /** What a buyer's cancel did. */
+    sealed interface Cancellation {
+        /** HELD → RELEASED, seats back. */
+        record Cancelled(PurchaseView purchase) implements Cancellation {
         }
-        return find(id).orElseThrow();
+
+        /** There is no such purchase. */
+        record Unknown() implements Cancellation {
+        }
+
+        /** Only a purchase still HELD (before its payment) can be cancelled; this one is {@code state}. */
+        record NotCancellable(PurchaseState state) implements Cancellation {
+        }
+    }
+
+    /** HELD → RELEASED because the buyer changed their mind; refused, naming the state, otherwise. */
+    Cancellation cancel(String id) {
+        Moved moved = db.inTransaction(c -> move(c, Transition.RELEASE_HOLD, id,
+                Change.by(clock, "cancel", "released by the buyer").because("cancelled by the buyer")));
+        if (moved instanceof Moved.Refused refused) {
+            return refused.actual().<Cancellation>map(Cancellation.NotCancellable::new).orElseGet(Cancellation.Unknown::new);
+        }
+        return find(id).<Cancellation>map(view -> new Cancellation.Cancelled(view.withoutTimeline()))
+                .orElseGet(Cancellation.Unknown::new);
     }
 
     /** HELD → EXPIRED with the seats back, if its hold has run out and nobody moved it first. */
     Moved expire(String id) {
         return db.inTransaction(c -> move(c, Transition.EXPIRE_HOLD, id,
-                Change.by("expire", "the hold expired; seats released").because("the hold expired before the checks ended")
-                        .guard(" AND hold_expires_at <= ?", now())));
+                Change.by(clock, "expire", "the hold expired; seats released").because("the hold expired before the checks ended")
+                        .guard(" AND hold_expires_at <= ?", clock.instant())));
     }
 
     /**
@@ -202,17 +223,17 @@ public final class Purchases {
      * while it is untouched since {@code cutoff}; returns the state it moved to, if any.
      */
     Optional<PurchaseState> recover(String id, Instant cutoff) {
-        OffsetDateTime before = cutoff.atOffset(ZoneOffset.UTC);
+        Instant before = cutoff;
         return db.inTransaction(c -> {
             Moved released = move(c, Transition.RELEASE_HOLD, id,
-                    Change.by("recover", "released: its process stopped before the payment")
+                    Change.by(clock, "recover", "released: its process stopped before the payment")
                             .because("recovered: the process running it stopped before its payment")
                             .guard(" AND updated_at < ?", before));
             if (released instanceof Moved.Done) {
                 return Optional.of(PurchaseState.RELEASED);
             }
             Moved unknown = move(c, Transition.LOSE_ANSWER, id,
-                    Change.by("recover", "payment unknown: its process stopped during the payment")
+                    Change.by(clock, "recover", "payment unknown: its process stopped during the payment")
                             .because("recovered: its process stopped while the payment may have been sent")
                             .guard(" AND updated_at < ?", before));
             return unknown instanceof Moved.Done ? Optional.of(PurchaseState.PAYMENT_UNKNOWN) : Optional.empty();
@@ -222,22 +243,20 @@ public final class Purchases {
     /** PAYMENT_UNKNOWN → PAYMENT_UNRESOLVED: the provider could not be asked for too long; an operator must see it. */
     Moved giveUp(String id, String reason) {
         return db.inTransaction(c -> move(c, Transition.GIVE_UP, id,
-                Change.by("reconcile", "unresolved: " + reason).because("payment unresolved: " + reason)));
+                Change.by(clock, "reconcile", "unresolved: " + reason).because("payment unresolved: " + reason)));
     }
 
     /**
-     * Why the purchase could not go on from HELD: a 409 the buyer understands. Expires the hold
-     * first when it has run out but nobody has expired it yet, so its seats come back now.
+     * Why the purchase could not go on from HELD, as the buyer should hear it. Expires the hold first
+     * when it has run out but nobody has expired it yet, so its seats come back now.
      */
-    Problem notPayable(Hold hold) {
+    PurchaseOutcome.Refusal notPayable(Hold hold) {
         expire(hold.purchaseId());
         PurchaseState state = stateOf(hold.purchaseId()).orElseThrow();
         return switch (state) {
-            case EXPIRED -> new Problem(409, "hold-expired", "Hold expired",
-                    "The hold on " + String.join(", ", hold.seats()) + " expired before the checks ended; nothing was charged");
-            case RELEASED -> new Problem(409, "purchase-cancelled", "Purchase cancelled",
-                    "Purchase " + hold.purchaseId() + " was cancelled before its payment; nothing was charged");
-            default -> new TransitionRefused(hold.purchaseId(), PurchaseState.HELD, PurchaseState.PAYING);
+            case EXPIRED -> new PurchaseOutcome.Refusal.HoldExpired(hold.seats());
+            case RELEASED -> new PurchaseOutcome.Refusal.Cancelled(hold.purchaseId());
+            default -> new PurchaseOutcome.Refusal.StateChanged(hold.purchaseId(), state);
         };
     }
 
@@ -248,7 +267,7 @@ public final class Purchases {
      * is rolled back.
      */
     private Moved move(Connection c, Transition row, String id, Change change) throws SQLException {
-        OffsetDateTime now = now();
+        Instant now = clock.instant();
         List<Object> args = new ArrayList<>(List.of(row.to().name(), now));
         args.addAll(change.setArgs);
         args.addAll(List.of(id, row.from().name()));
@@ -311,8 +330,8 @@ public final class Purchases {
         }
 
         /** A move made in the background: one step named {@code step}, ended at once with {@code outcome}. */
-        static Change by(String step, String outcome) {
-            Timeline timeline = new Timeline();
+        static Change by(Clock clock, String step, String outcome) {
+            Timeline timeline = new Timeline(clock);
             timeline.end(timeline.start(step), outcome);
             return new Change(timeline);
         }
@@ -370,7 +389,7 @@ public final class Purchases {
                 ps.setString(2, id);
                 ps.setString(3, hold.eventId());
                 ps.setString(4, seat);
-                ps.setObject(5, now());
+                Sql.set(ps, 5, clock.instant());
                 ps.addBatch();
                 tickets.add(new PurchaseView.Ticket(ticket, seat));
             }
@@ -409,14 +428,14 @@ public final class Purchases {
     /** Purchases HELD past their expiry, oldest first. */
     List<String> dueToExpire(int limit) {
         return db.read(c -> Sql.list(c, "SELECT id FROM purchases WHERE state = 'HELD' AND hold_expires_at <= ? "
-                                        + "ORDER BY hold_expires_at FETCH FIRST " + limit + " ROWS ONLY", rs -> rs.getString(1), now()));
+                                        + "ORDER BY hold_expires_at FETCH FIRST " + limit + " ROWS ONLY", rs -> rs.getString(1), clock.instant()));
     }
 
     /** Purchases still HELD or PAYING though their last move is older than {@code cutoff}: left by a stopped process. */
     List<String> abandoned(Instant cutoff, int limit) {
         return db.read(c -> Sql.list(c, "SELECT id FROM purchases WHERE state IN ('HELD', 'PAYING') AND updated_at < ? "
                                         + "ORDER BY updated_at FETCH FIRST " + limit + " ROWS ONLY",
-                                     rs -> rs.getString(1), cutoff.atOffset(ZoneOffset.UTC)));
+                                     rs -> rs.getString(1), cutoff));
     }
 
     // --- for the reconciler ---
@@ -432,8 +451,8 @@ public final class Purchases {
                                         + "WHERE state IN ('PAYMENT_UNKNOWN', 'PAYMENT_UNRESOLVED') AND next_check_at <= ? "
                                         + "ORDER BY next_check_at FETCH FIRST " + limit + " ROWS ONLY",
                                      rs -> new Open(rs.getString(1), PurchaseState.valueOf(rs.getString(2)), rs.getInt(3),
-                                                    rs.getObject(4, OffsetDateTime.class).toInstant(),
-                                                    rs.getObject(5, OffsetDateTime.class)), now()));
+                                                    Sql.instant(rs, 4),
+                                                    rs.getObject(5, OffsetDateTime.class)), clock.instant()));
     }
 
     /**
@@ -443,14 +462,14 @@ public final class Purchases {
     boolean lease(Open due, Instant until) {
         return db.inTransaction(c -> Sql.update(c, "UPDATE purchases SET next_check_at = ?, check_attempts = check_attempts + 1 "
                                                    + "WHERE id = ? AND state = ? AND next_check_at = ?",
-                                                until.atOffset(ZoneOffset.UTC), due.id(), due.state().name(), due.nextCheckAt()) == 1);
+                                                until, due.id(), due.state().name(), due.nextCheckAt()) == 1);
     }
 
     /** Moves the next question about an open payment to {@code at} (after an unclear answer). */
     void postpone(String id, Instant at) {
         db.inTransaction(c -> Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ? "
                                             + "AND state IN ('PAYMENT_UNKNOWN', 'PAYMENT_UNRESOLVED')",
-                                         at.atOffset(ZoneOffset.UTC), id));
+                                         at, id));
     }
 
     /** What the reconciler sends when it asks the provider to settle the charge: the same as the flow sent. */
@@ -487,7 +506,7 @@ public final class Purchases {
         return db.read(c -> Sql.list(c, "SELECT id, state, event_id, " + since + " AS since, reason FROM purchases WHERE state = ? "
                                         + "ORDER BY since, id FETCH FIRST " + MAX_LISTED + " ROWS ONLY",
                                      rs -> {
-                                         Instant at = rs.getObject(4, OffsetDateTime.class).toInstant();
+                                         Instant at = Sql.instant(rs, 4);
                                          return new Listed(rs.getString(1), rs.getString(2), rs.getString(3), at.toString(),
                                                            Duration.between(at, now).toSeconds(), rs.getString(5));
                                      }, state.name()));
@@ -501,7 +520,7 @@ public final class Purchases {
         return Sql.list(c, "SELECT event_id, amount, currency, hold_expires_at, buyer_id, buyer_email, payment_token "
                            + "FROM purchases WHERE id = ?",
                         rs -> new Hold(id, rs.getString(1), seats, rs.getBigDecimal(2), rs.getString(3),
-                                       rs.getObject(4, OffsetDateTime.class).toInstant(), rs.getString(5), rs.getString(6),
+                                       Sql.instant(rs, 4), rs.getString(5), rs.getString(6),
                                        rs.getString(7)), id).getFirst();
     }
 
@@ -535,7 +554,7 @@ public final class Purchases {
                             amount.toPlainString(), tax == null ? null : tax.toPlainString(),
                             tax == null ? null : amount.add(tax).toPlainString(), rs.getString(5),
                             tickets(c, id), rs.getString(6),
-                            rs.getObject(7, OffsetDateTime.class).toInstant().toString(), steps(c, id)));
+                            Sql.instant(rs, 7).toString(), steps(c, id)));
                 }
             }
         });
@@ -550,8 +569,8 @@ public final class Purchases {
                 ps.setString(1, id);
                 ps.setInt(2, ++seq);
                 ps.setString(3, step.name());
-                ps.setObject(4, step.startedAt().atOffset(ZoneOffset.UTC));
-                ps.setObject(5, step.endedAt() == null ? null : step.endedAt().atOffset(ZoneOffset.UTC));
+                Sql.set(ps, 4, step.startedAt());
+                Sql.set(ps, 5, step.endedAt());
                 ps.setString(6, step.outcome());
                 ps.addBatch();
             }
@@ -576,11 +595,8 @@ public final class Purchases {
     }
 
     private static String instant(ResultSet rs, int column) throws SQLException {
-        OffsetDateTime value = rs.getObject(column, OffsetDateTime.class);
-        return value == null ? null : value.toInstant().toString();
+        Instant value = Sql.instant(rs, column);
+        return value == null ? null : value.toString();
     }
 
-    private OffsetDateTime now() {
-        return clock.instant().atOffset(ZoneOffset.UTC);
-    }
 }

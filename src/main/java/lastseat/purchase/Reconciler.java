@@ -72,7 +72,7 @@ final class Reconciler {
             if (!purchases.lease(due, now.plus(config.callTimeout().multipliedBy(4)))) {
                 continue;
             }
-            Timeline timeline = new Timeline();
+            Timeline timeline = new Timeline(clock);
             int step = timeline.start("reconcile");
             switch (ask(due.id())) {
                 case Answer.Captured captured -> {

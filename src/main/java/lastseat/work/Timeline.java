@@ -1,5 +1,6 @@
 package lastseat.work;
 
+import java.time.Clock;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +14,12 @@ import java.util.concurrent.Callable;
 public final class Timeline {
     public static final int MAX_OUTCOME = 200;
     private final List<Step> steps = new ArrayList<>();
+    private final Clock clock;
+
+    /** Times steps on {@code clock}, the one the purchase's other records use. */
+    public Timeline(Clock clock) {
+        this.clock = clock;
+    }
 
     public record Step(String name, Instant startedAt, Instant endedAt, String outcome) {
     }
@@ -34,7 +41,7 @@ public final class Timeline {
     }
 
     public synchronized int start(String name) {
-        steps.add(new Step(name, Instant.now(), null, null));
+        steps.add(new Step(name, clock.instant(), null, null));
         return steps.size() - 1;
     }
 
@@ -42,7 +49,7 @@ public final class Timeline {
     public synchronized void end(int index, String outcome) {
         Step step = steps.get(index);
         String text = outcome != null && outcome.length() > MAX_OUTCOME ? outcome.substring(0, MAX_OUTCOME) : outcome;
-        steps.set(index, new Step(step.name(), step.startedAt(), Instant.now(), text));
+        steps.set(index, new Step(step.name(), step.startedAt(), clock.instant(), text));
     }
 
     /** Ends every step still open, e.g. the subtask the deadline interrupted before it could. */
@@ -58,8 +65,9 @@ public final class Timeline {
         return List.copyOf(steps);
     }
 
+    /** What a person reads in the timeline: the failure's own sentence, never a class name. */
     private static String outcomeOf(Exception e) {
         String message = e.getMessage();
-        return e.getClass().getSimpleName() + (message == null ? "" : ": " + message);
+        return message == null || message.isBlank() ? "failed" : message;
     }
 }

@@ -3,6 +3,7 @@ package lastseat.config;
 import io.helidon.config.Config;
 import io.helidon.config.ConfigSources;
 import lastseat.Services;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -22,6 +23,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * anything opens; a rule between keys names both; application.yaml alone is a valid configuration
  * and every one of its keys is read, once.
  */
+@Tag("fast")
 class ConfigTest {
 
     @ParameterizedTest(name = "{0} = {1}")

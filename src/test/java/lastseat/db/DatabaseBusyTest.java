@@ -1,6 +1,7 @@
 package lastseat.db;
 
 import lastseat.config.DbConfig;
+import lastseat.web.Failures;
 import lastseat.web.Problem;
 import org.junit.jupiter.api.Test;
 
@@ -41,7 +42,7 @@ class DatabaseBusyTest {
             release.countDown();
 
             assertThat(refused).isInstanceOf(DatabaseBusy.class);
-            Problem problem = (Problem) refused;
+            Problem problem = Failures.problemFor(refused, "unexpected");
             assertThat(problem.status()).isEqualTo(503);
             assertThat(problem.kind()).isEqualTo("database-busy");
             assertThat(problem.retryAfter()).contains(Duration.ofSeconds(1));

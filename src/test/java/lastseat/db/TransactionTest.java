@@ -1,6 +1,7 @@
 package lastseat.db;
 
 import lastseat.config.DbConfig;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -17,6 +18,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * memory. The hazard: restoring auto-commit on a connection whose transaction is still open commits
  * it, half done.
  */
+@Tag("fast")
 class TransactionTest {
     private Database db;
 

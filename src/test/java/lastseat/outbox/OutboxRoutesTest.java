@@ -46,7 +46,7 @@ class OutboxRoutesTest {
                 .host("127.0.0.1")
                 .port(0)
                 .routing(routing -> {
-                    new OutboxRoutes(db, worker()).register(routing);
+                    routing.register("/outbox", new OutboxRoutes(db, worker()));
                     routing.error(Problem.class, (request, response, problem) ->
                             Reply.problem(problem, request.path().path()).send(response));
                 })

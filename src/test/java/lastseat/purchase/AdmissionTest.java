@@ -1,5 +1,6 @@
 package lastseat.purchase;
 
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
@@ -24,6 +25,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * <p>The race is made to happen first (the unsafe check-then-decrement lets several contenders in),
  * so that the same barrier letting exactly one real claim through proves something.
  */
+@Tag("fast")
 class AdmissionTest {
     private static final int CONTENDERS = 8;
     private static final long WAIT_SECONDS = 5;

@@ -159,8 +159,8 @@ class ExpiryAndCancelTest {
     }
 
     private Hold hold(String seat) {
-        return app.services().purchases().reserve(new Order(event, List.of(seat), 1, "ada", "ada@example.com", "tok_ok",
-                                                            UUID.randomUUID().toString()));
+        return ((Purchases.Reservation.Held) app.services().purchases().reserve(new Order(event, List.of(seat), 1, "ada",
+                "ada@example.com", "tok_ok", UUID.randomUUID().toString()))).hold();
     }
 
     private static void awaitExpiry(Hold hold) {

@@ -47,7 +47,7 @@ class StoppedMidPaymentTest {
         AtomicReference<Reply> reply = new AtomicReference<>();
 
         Thread buyer = Thread.ofVirtual().start(() -> reply.set(routes.runFresh(key, token, order,
-                                                                                 Deadline.after(Duration.ofMillis(800), System.nanoTime()))));
+                                                                                 Deadline.after(Duration.ofMillis(800), System.nanoTime())).reply()));
         awaitPaymentAtTheProvider();
         buyer.interrupt();
         buyer.join(Duration.ofSeconds(5));

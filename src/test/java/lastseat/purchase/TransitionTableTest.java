@@ -5,19 +5,18 @@ import lastseat.db.Sql;
 import lastseat.inventory.Hold;
 import lastseat.inventory.Order;
 import lastseat.support.Invariants;
-import lastseat.support.LastseatApp;
+import lastseat.support.InProcess;
 import lastseat.work.Timeline;
+import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 import java.math.BigDecimal;
-import java.time.OffsetDateTime;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import java.util.UUID;
 import java.util.stream.Collectors;
@@ -30,11 +29,16 @@ import static org.assertj.core.api.Assertions.assertThat;
  * in every state. From the row's own state it moves once, with exactly the row's effects on seats,
  * tickets and the outbox; tried again, or from any other state, it is refused as a value
  * ({@link Purchases.Moved.Refused} naming the state found) and changes nothing. Moves the table does
- * not have cannot be asked for at all.
+ * not have cannot be asked for at all. Fast tier: the service's own {@link Purchases} on H2 in memory.
  */
+@Tag("fast")
 class TransitionTableTest {
-    @RegisterExtension
-    static final LastseatApp app = LastseatApp.with(Map.of("purchase.sweep-interval", "10m", "reconcile.interval", "10m"));
+    private static final InProcess app = InProcess.start();
+
+    @AfterAll
+    static void close() {
+        app.close();
+    }
 
     @Test
     void theTableHasTheMovesOfTheDesignAndNoOthers() {
@@ -91,14 +95,14 @@ class TransitionTableTest {
             });
             assertThat(Snapshot.of(id)).as("a refused move changes nothing").isEqualTo(before);
         }
-        Invariants.seatsAreConsistent(app, event);
+        Invariants.seatsAreConsistent(app.db, event);
     }
 
     @Test
     void aSaleWhoseSeatsAreGoneIsRefusedAsSeatsGoneAndChangesNothing() {
         String event = app.newEvent("A1");
         String id = purchaseIn(event, PurchaseState.PAYING, false);
-        app.services().db().read(c -> Sql.update(c, "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ?", id));
+        app.database.read(c -> Sql.update(c, "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ?", id));
         Snapshot before = Snapshot.of(id);
 
         Purchases.Moved moved = attempt(Transition.CONFIRM, id);
@@ -110,25 +114,25 @@ class TransitionTableTest {
     /** What a move may change about one purchase. */
     private record Snapshot(String state, String seat, long tickets, List<String> outbox) {
         static Snapshot of(String id) {
-            return new Snapshot(app.db().purchaseState(id),
-                                app.db().strings("SELECT s.state FROM seats s JOIN purchase_seats ps ON ps.event_id = s.event_id "
+            return new Snapshot(app.db.purchaseState(id),
+                                app.db.strings("SELECT s.state FROM seats s JOIN purchase_seats ps ON ps.event_id = s.event_id "
                                                  + "AND ps.label = s.label WHERE ps.purchase_id = ?", id).getFirst(),
-                                app.db().count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id),
-                                app.db().strings("SELECT kind FROM outbox WHERE purchase_id = ? ORDER BY kind", id));
+                                app.db.count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id),
+                                app.db.strings("SELECT kind FROM outbox WHERE purchase_id = ? ORDER BY kind", id));
         }
     }
 
     /** A purchase of the one seat of {@code event}, put in {@code state} with its seat where that state has it. */
     private static String purchaseIn(String event, PurchaseState state, boolean holdExpired) {
-        Hold hold = app.services().purchases().reserve(new Order(event, List.of("A1"), 1, "ada", "ada@example.com", "tok_ok",
-                                                                 UUID.randomUUID().toString()));
+        Hold hold = ((Purchases.Reservation.Held) app.purchases.reserve(new Order(event, List.of("A1"), 1, "ada",
+                "ada@example.com", "tok_ok", UUID.randomUUID().toString()))).hold();
         String seat = state.terminal() ? (state == PurchaseState.CONFIRMED ? "SOLD" : "AVAILABLE") : "HELD";
-        app.services().db().inTransaction(c -> {
+        app.database.inTransaction(c -> {
             Sql.update(c, "UPDATE purchases SET state = ?, hold_expires_at = ? WHERE id = ?", state.name(),
-                       OffsetDateTime.now().plusMinutes(holdExpired ? -1 : 1), hold.purchaseId());
+                       app.clock.instant().plusSeconds(holdExpired ? -60 : 60), hold.purchaseId());
             if (state == PurchaseState.CONFIRMED) {
                 Sql.update(c, "INSERT INTO tickets (id, purchase_id, event_id, label, issued_at) VALUES (?, ?, ?, 'A1', ?)",
-                           UUID.randomUUID().toString(), hold.purchaseId(), event, OffsetDateTime.now());
+                           UUID.randomUUID().toString(), hold.purchaseId(), event, app.clock.instant());
             }
             return Sql.update(c, "UPDATE seats SET state = ?, purchase_id = " + ("AVAILABLE".equals(seat) ? "NULL" : "purchase_id")
                                  + " WHERE purchase_id = ?", seat, hold.purchaseId());
@@ -138,8 +142,8 @@ class TransitionTableTest {
 
     /** The row, asked for through the one call that makes it. */
     private static Purchases.Moved attempt(Transition row, String id) {
-        Purchases purchases = app.services().purchases();
-        Timeline timeline = new Timeline();
+        Purchases purchases = app.purchases;
+        Timeline timeline = new Timeline(app.clock);
         return switch (row.to()) {
             case PAYING -> purchases.startPayment(new Hold(id, null, List.of(), BigDecimal.ONE, "EUR", null, null, null, null),
                                                   new Quote(BigDecimal.ONE, "EUR"));

@@ -81,7 +81,8 @@ class BadInputTest {
 
         assertThat(answer.status()).as(answer.body()).isEqualTo(status);
         assertThat(answer.header("Content-Type")).isEqualTo("application/problem+json");
-        assertThat(answer.body()).contains("\"type\":\"urn:lastseat:problem:" + kind + "\"").contains("\"detail\":");
+        assertThat(answer.body()).contains("\"type\":\"urn:lastseat:problem:" + kind + "\"").contains("\"detail\":")
+                                 .contains("\"instance\":\"/purchases\"");
         assertThat(APP.db().count("SELECT COUNT(*) FROM idempotency_keys")).isEqualTo(keysBefore);
         assertThat(APP.db().count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
         assertThat(APP.client().event(EVENT).path("available").asInt()).isEqualTo(5);

@@ -1,0 +1,154 @@
+package lastseat.purchase;
+
+import lastseat.config.PurchaseConfig;
+import lastseat.idempotency.IdempotencyKeys;
+import lastseat.inventory.Inventory;
+import lastseat.purchase.PurchaseOutcome.Refusal;
+import lastseat.web.Problem;
+import lastseat.web.Reply;
+
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The web edge of a purchase, in one place: every outcome of the flow, of the Idempotency-Key, of
+ * the admission and of a cancel becomes its status, its body ({@code application/problem+json} for
+ * a refusal, RFC 9457), its {@code Retry-After} and the tag its metric is counted under.
+ *
+ * <p>Contract: a refusal's detail says what a person needs — which seats, what to do next — and, for
+ * every refusal of {@code POST /purchases}, that nothing was charged; no exception text, class name
+ * or SQL ever reaches a body. Only this class knows the statuses; the flow knows none.
+ */
+final class PurchaseAnswers {
+    private static final String INSTANCE = "/purchases";
+    private final Duration retryAfter;
+    private final Duration deadline;
+
+    PurchaseAnswers(PurchaseConfig config) {
+        this.retryAfter = config.retryAfter();
+        this.deadline = config.deadline();
+    }
+
+    /** A reply and the tag its metric is counted under. */
+    record Answer(Reply reply, String tag) {
+    }
+
+    Answer of(PurchaseOutcome outcome) {
+        return switch (outcome) {
+            case PurchaseOutcome.Confirmed confirmed -> new Answer(purchase(201, confirmed.purchase()), "confirmed");
+            case PurchaseOutcome.Pending pending -> new Answer(purchase(202, pending.purchase()), "pending");
+            case PurchaseOutcome.Refunded refunded -> problem(new Problem(409, "payment-refunded", "Seats gone, payment refunded",
+                    "The seats " + String.join(", ", refunded.seats()) + " were no longer held when the payment was confirmed; the payment "
+                    + refunded.paymentId() + " is being refunded",
+                    Map.of("purchaseId", refunded.purchaseId(), "state", PurchaseState.REFUNDED.name()), null, null));
+            case PurchaseOutcome.Refused refused -> problem(refusal(refused.why()));
+        };
+    }
+
+    private Problem refusal(Refusal why) {
+        return switch (why) {
+            case Refusal.Overloaded overloaded -> new Problem(503, "overloaded", "Overloaded",
+                    "The server is too busy to finish this purchase in time; nothing was reserved or charged, "
+                    + "try again after Retry-After", Map.of(), retryAfter, null);
+            case Refusal.SeatsTaken taken -> new Problem(409, "seats-taken", "Seats taken",
+                    (taken.seats().size() == 1 ? taken.seats().getFirst() + " is already taken"
+                            : String.join(", ", taken.seats()) + " are already taken"),
+                    Map.of("seats", List.copyOf(taken.seats())), null, null);
+            case Refusal.SoldOut soldOut -> new Problem(409, "sold-out", "Sold out",
+                    soldOut.available() == 0 ? "The event is sold out"
+                            : "Only " + soldOut.available() + " seats are free, " + soldOut.asked() + " were asked for",
+                    Map.of("seats", List.of(), "available", soldOut.available()), null, null);
+            case Refusal.FraudDeclined declined -> new Problem(403, "fraud-declined", "Purchase declined",
+                    "The purchase was declined by the fraud check" + (blank(declined.reason()) ? "" : ": " + declined.reason())
+                    + "; nothing was charged");
+            case Refusal.CheckUnavailable down -> new Problem(503, "check-unavailable", "Check unavailable",
+                    "The " + down.service() + " service could not be used: " + down.what() + "; nothing was charged, try again",
+                    Map.of("service", down.service()), retryAfter, null);
+            case Refusal.DeadlinePassed late -> deadlinePassed(late.during());
+            case Refusal.HoldExpired expired -> new Problem(409, "hold-expired", "Hold expired",
+                    "The hold on " + String.join(", ", expired.seats()) + " expired before the checks ended; nothing was charged");
+            case Refusal.Cancelled cancelled -> new Problem(409, "purchase-cancelled", "Purchase cancelled",
+                    "Purchase " + cancelled.purchaseId() + " was cancelled before its payment; nothing was charged");
+            case Refusal.StateChanged changed -> new Problem(409, "purchase-state-changed", "Purchase state changed",
+                    "Purchase " + changed.purchaseId() + " is " + changed.state() + ": something else moved it first, and this "
+                    + "request started no payment", Map.of("state", changed.state().name()), null, null);
+            case Refusal.PaymentDeclined declined -> new Problem(402, "payment-declined", "Payment declined",
+                    "The payment provider declined the payment" + (blank(declined.reason()) ? "" : ": " + declined.reason())
+                    + "; the seats were released and nothing was charged");
+            case Refusal.PaymentRefused refused -> new Problem(502, "payment-refused", "Payment refused",
+                    "The payment provider refused the request (" + refused.status() + "); the seats were released and nothing was charged");
+            case Refusal.PaymentNotAttempted notSent -> switch (notSent.why()) {
+                case DEADLINE -> deadlinePassed("before the payment could start");
+                case CAPACITY -> new Problem(503, "payment-capacity-full", "Payment capacity full",
+                        "The payment could not be attempted: " + notSent.reason() + "; the seats were released and nothing was charged",
+                        Map.of(), retryAfter, null);
+                case UNREACHABLE -> new Problem(503, "payment-unavailable", "Payment unavailable",
+                        "The payment could not be attempted: " + notSent.reason() + "; the seats were released and nothing was charged",
+                        Map.of(), retryAfter, null);
+            };
+        };
+    }
+
+    private Problem deadlinePassed(String during) {
+        return new Problem(504, "deadline-passed", "Deadline passed",
+                "The purchase did not finish within " + deadline.toMillis() + " ms (" + during
+                + "); the seats were released and nothing was charged", Map.of("deadlineMs", deadline.toMillis()), null, null);
+    }
+
+    /** An order that cannot be tried at all: nothing was reserved. */
+    Answer of(Inventory.Invalid invalid) {
+        return problem(switch (invalid) {
+            case Inventory.Invalid.UnknownEvent unknown -> Problem.notFound("unknown-event", "There is no event " + unknown.eventId());
+            case Inventory.Invalid.TooMany tooMany -> Problem.badRequest("invalid-quantity",
+                    tooMany.asked() + " seats were asked for; the event has " + tooMany.capacity());
+            case Inventory.Invalid.UnknownSeats unknown -> new Problem(400, "unknown-seats", "Bad request",
+                    "The event has no seat " + String.join(", ", unknown.seats()), Map.of("seats", unknown.seats()), null, null);
+        });
+    }
+
+    /** A key that cannot be run now; {@code null} for a claim this request may run. */
+    Answer of(IdempotencyKeys.Claim claim, String key) {
+        return switch (claim) {
+            case IdempotencyKeys.Claim.InFlight inFlight -> inFlight(key);
+            case IdempotencyKeys.Claim.Reused reused -> problem(new Problem(422, "idempotency-key-reused", "Idempotency key reused",
+                    "The Idempotency-Key " + key + " was used for a different request body"));
+            default -> null;
+        };
+    }
+
+    /** 409: a request with this key is still running (or its purchase is still being recovered). */
+    Answer inFlight(String key) {
+        return problem(new Problem(409, "idempotency-key-in-flight", "Request in progress",
+                "A request with the Idempotency-Key " + key + " is still being processed; retry after it has finished"));
+    }
+
+    /** 503 at once: this instance already runs all the purchases it may. */
+    Answer tooMany(int capacity) {
+        return problem(new Problem(503, "too-many-purchases", "Too many purchases",
+                "This server is already running its " + capacity + " purchases at once; nothing was reserved or charged, "
+                + "try again after Retry-After", Map.of(), retryAfter, null));
+    }
+
+    Answer of(Purchases.Cancellation cancellation, String id) {
+        return switch (cancellation) {
+            case Purchases.Cancellation.Cancelled cancelled -> new Answer(purchase(200, cancelled.purchase()), "cancelled");
+            case Purchases.Cancellation.Unknown unknown -> problem(Problem.notFound("unknown-purchase", "There is no purchase " + id));
+            case Purchases.Cancellation.NotCancellable no -> problem(new Problem(409, "purchase-not-cancellable",
+                    "Purchase cannot be cancelled", "Purchase " + id + " is " + no.state()
+                    + "; only a purchase still HELD (before its payment) can be cancelled", Map.of("state", no.state().name()), null, null));
+        };
+    }
+
+    private static Reply purchase(int status, PurchaseView view) {
+        return Reply.json(status, view, "/purchases/" + view.id());
+    }
+
+    private static Answer problem(Problem problem) {
+        return new Answer(Reply.problem(problem, INSTANCE), problem.kind());
+    }
+
+    private static boolean blank(String text) {
+        return text == null || text.isBlank();
+    }
+}
