@@ -148,13 +148,7 @@ class PurchaseFlowTest {
         assertThat(app.outside.captures()).hasSize(1);
         app.invariantsHold(event);
 
-        app.clock.advance(app.config.reconcile().settleTime());
-        app.workers.reconcileNow();
-
-        assertThat(app.state(id)).isEqualTo("CONFIRMED");
-        assertThat(app.outside.captures()).hasSize(1);
-        app.invariantsHold(event);
-        app.resourcesCameBack(event);
+        settledByTheReconciler(id, event);
     }
 
     @Test
@@ -184,14 +178,8 @@ class PurchaseFlowTest {
         assertThat(app.outside.captures()).isEmpty();
         String id = onlyPurchase(event);
 
-        app.clock.advance(app.config.reconcile().settleTime());
-        app.workers.reconcileNow();
-
+        settledByTheReconciler(id, event);
         assertThat(app.outside.calls()).endsWith("GET /payments", "POST /payments");
-        assertThat(app.state(id)).isEqualTo("CONFIRMED");
-        assertThat(app.outside.captures()).hasSize(1);
-        app.invariantsHold(event);
-        app.resourcesCameBack(event);
     }
 
     @Test
@@ -205,13 +193,7 @@ class PurchaseFlowTest {
         String id = onlyPurchase(event);
         assertThat(app.state(id)).isEqualTo("PAYMENT_UNKNOWN");
 
-        app.clock.advance(app.config.reconcile().settleTime());
-        app.workers.reconcileNow();
-
-        assertThat(app.state(id)).isEqualTo("CONFIRMED");
-        assertThat(app.outside.captures()).hasSize(1);
-        app.invariantsHold(event);
-        app.resourcesCameBack(event);
+        settledByTheReconciler(id, event);
     }
 
     @Test
@@ -252,6 +234,17 @@ class PurchaseFlowTest {
 
         assertThat(outcome).isEqualTo(new PurchaseOutcome.Refused(new Refusal.SoldOut(2, 1)));
         assertThat(app.db.count("SELECT COUNT(*) FROM seats WHERE event_id = ? AND state = 'AVAILABLE'", event)).isEqualTo(1);
+        app.invariantsHold(event);
+        app.resourcesCameBack(event);
+    }
+
+    /** Once its settle time is over, one reconciler pass confirms the purchase: one capture, seats sold, nothing held. */
+    private void settledByTheReconciler(String id, String event) throws InterruptedException {
+        app.clock.advance(app.config.reconcile().settleTime());
+        app.workers.reconcileNow();
+
+        assertThat(app.state(id)).isEqualTo("CONFIRMED");
+        assertThat(app.outside.captures()).hasSize(1);
         app.invariantsHold(event);
         app.resourcesCameBack(event);
     }
