@@ -17,6 +17,7 @@ import lastseat.purchase.PurchaseMetrics;
 import lastseat.purchase.PurchaseRoutes;
 import lastseat.purchase.PurchaseWorkers;
 import lastseat.purchase.Purchases;
+import lastseat.work.Latency;
 
 import java.time.Clock;
 
@@ -41,11 +42,12 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
         OutsideHttp http = new OutsideHttp(config.outside());
         Inventory inventory = new Inventory(db, config.purchase(), clock);
         Purchases purchases = new Purchases(db, inventory, clock, config.purchase().holdTtl(), config.reconcile().settleTime());
-        PaymentGateway payments = new PaymentGateway(http, config.payment());
+        PaymentGateway payments = new PaymentGateway(http, config.payment(), new Latency(config.purchase().paceSamples(),
+                config.purchase().paceWindow(), 0.9, config.payment().maxWait().dividedBy(4)));
         PurchaseFlow flow = new PurchaseFlow(new Checks(http, config.checks()), payments, purchases, config.purchase(), clock);
         PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory,
                                                            new IdempotencyKeys(db, clock, config.abandonedAge()),
-                                                           config.purchase(), new PurchaseMetrics());
+                                                           config.purchase(), new PurchaseMetrics(), payments);
         OutboxWorker outbox = new OutboxWorker(db, http, config.outbox(), clock);
         PurchaseWorkers workers = new PurchaseWorkers(purchases, payments, config.purchase(), config.abandonedAge(),
                                                       config.reconcile(), clock);

@@ -55,7 +55,6 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
     private static void checkAcross(PurchaseConfig purchase, PaymentConfig payment, ReconcileConfig reconcile,
                                     OutboxConfig outbox) {
         // A purchase shed later than its deadline is never shed: it has already been answered 504.
-        Check.notLonger("purchase.shed-after", purchase.shedAfter(), "purchase.deadline", purchase.deadline());
         // The remaining deadline cuts the wait anyway; a longer setting only promises what never happens.
         Check.notLonger("payment.max-wait", payment.maxWait(), "purchase.deadline", purchase.deadline());
         // A cap below the first pause would silently make every pause the cap: the backoff would not back off.

@@ -5,7 +5,7 @@ import java.time.Duration;
 /**
  * The {@code purchase} section: one purchase's time and size limits, and the sweeper that ends the
  * purchases nobody else will. Each value is checked against its range here, when the record is made;
- * how it relates to other keys (shed-after within the deadline, the age of an abandoned purchase) is
+ * how it relates to other keys (the age of an abandoned purchase) is
  * {@link LastseatConfig}'s.
  *
  * @param deadline       {@code purchase.deadline}: from a purchase's arrival to its answer (I5)
@@ -19,14 +19,14 @@ import java.time.Duration;
  * @param sweepBatch     {@code purchase.sweep-batch}: purchases one sweep moves at most, of each kind
  * @param abandonedAfter {@code purchase.abandoned-after}: how long after its deadline a purchase still HELD
  *                       or PAYING counts as left by a process that stopped
- * @param shedAfter      {@code purchase.shed-after}: a purchase that waited longer than this before it could
- *                       reserve is answered 503 instead (overload)
+ * @param paceWindow     {@code purchase.pace-window}: how far back admission's measured times go
+ * @param paceSamples    {@code purchase.pace-samples}: the most recent times admission keeps, of each kind
  * @param maxInFlight    {@code purchase.max-in-flight}: purchases this process runs at once (per instance:
  *                       every instance counts only its own)
  */
 public record PurchaseConfig(Duration deadline, Duration holdTtl, int maxSeats, int maxBodyBytes, int reserveRounds,
                              Duration retryAfter, Duration sweepInterval, int sweepBatch, Duration abandonedAfter,
-                             Duration shedAfter, int maxInFlight) {
+                             Duration paceWindow, int paceSamples, int maxInFlight) {
 
     public PurchaseConfig {
         Check.between("purchase.deadline", deadline, Duration.ofMillis(50), Duration.ofSeconds(30));
@@ -38,7 +38,8 @@ public record PurchaseConfig(Duration deadline, Duration holdTtl, int maxSeats, 
         Check.between("purchase.sweep-interval", sweepInterval, Duration.ofMillis(10), Duration.ofMinutes(10));
         Check.between("purchase.sweep-batch", sweepBatch, 1, 10_000);
         Check.between("purchase.abandoned-after", abandonedAfter, Duration.ofMillis(100), Duration.ofHours(1));
-        Check.between("purchase.shed-after", shedAfter, Duration.ZERO, Duration.ofSeconds(30));
+        Check.between("purchase.pace-window", paceWindow, Duration.ofSeconds(1), Duration.ofMinutes(10));
+        Check.between("purchase.pace-samples", paceSamples, 10, 10_000);
         Check.between("purchase.max-in-flight", maxInFlight, 1, 100_000);
     }
 
@@ -53,7 +54,8 @@ public record PurchaseConfig(Duration deadline, Duration holdTtl, int maxSeats, 
                 keys.duration("purchase.sweep-interval"),
                 keys.integer("purchase.sweep-batch"),
                 keys.duration("purchase.abandoned-after"),
-                keys.duration("purchase.shed-after"),
+                keys.duration("purchase.pace-window"),
+                keys.integer("purchase.pace-samples"),
                 keys.integer("purchase.max-in-flight"));
     }
 }

@@ -96,6 +96,11 @@ public final class IdempotencyKeys {
         }
     }
 
+    /** Whether a request with this key was claimed (and not let go): a read, nothing claimed. */
+    public boolean known(String key) {
+        return db.read(c -> !Sql.list(c, "SELECT 1 FROM idempotency_keys WHERE idem_key = ?", rs -> 1, key).isEmpty());
+    }
+
     public Claim claim(String key, String fingerprint) {
         String token = UUID.randomUUID().toString();
         return db.read(c -> {

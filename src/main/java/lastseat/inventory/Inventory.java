@@ -129,23 +129,64 @@ public final class Inventory {
      * and every named seat belongs to it. Empty when the order may be tried.
      */
     public Optional<Invalid> validate(Order order) {
-        return db.read(c -> {
-            List<Integer> capacity = Sql.list(c, "SELECT capacity FROM events WHERE id = ?", rs -> rs.getInt(1), order.eventId());
+        Optional<Shape> shape = shape(order.eventId());
+        if (shape.isEmpty()) {
+            return Optional.of(new Invalid.UnknownEvent(order.eventId()));
+        }
+        if (order.quantity() > shape.get().capacity()) {
+            return Optional.of(new Invalid.TooMany(order.quantity(), shape.get().capacity()));
+        }
+        if (order.namesSeats()) {
+            List<String> unknown = order.seats().stream().filter(s -> !shape.get().positions().containsKey(s)).toList();
+            if (!unknown.isEmpty()) {
+                return Optional.of(new Invalid.UnknownSeats(unknown));
+            }
+        }
+        return Optional.empty();
+    }
+
+    /**
+     * What never changes about an event once it is created: its capacity and where each seat is.
+     * Kept in memory after the first read, so that checking an order costs no database call.
+     */
+    private record Shape(int capacity, Map<String, Integer> positions) {
+    }
+
+    /** The most seats whose shape is kept in memory; past it the kept shapes are dropped and read again when asked. */
+    private static final int KEPT_SEATS = 200_000;
+    private final Map<String, Shape> shapes = new java.util.concurrent.ConcurrentHashMap<>();
+    private int keptSeats;
+
+    private Optional<Shape> shape(String eventId) {
+        Shape known = shapes.get(eventId);
+        if (known != null) {
+            return Optional.of(known);
+        }
+        Optional<Shape> read = db.read(c -> {
+            List<Integer> capacity = Sql.list(c, "SELECT capacity FROM events WHERE id = ?", rs -> rs.getInt(1), eventId);
             if (capacity.isEmpty()) {
-                return Optional.of(new Invalid.UnknownEvent(order.eventId()));
+                return Optional.<Shape>empty();
             }
-            if (order.quantity() > capacity.getFirst()) {
-                return Optional.of(new Invalid.TooMany(order.quantity(), capacity.getFirst()));
+            Map<String, Integer> positions = new java.util.HashMap<>();
+            for (SeatPosition seat : Sql.list(c, "SELECT label, position FROM seats WHERE event_id = ?",
+                                              rs -> new SeatPosition(rs.getString(1), rs.getInt(2)), eventId)) {
+                positions.put(seat.label(), seat.position());
             }
-            if (order.namesSeats()) {
-                List<String> known = positions(c, order.eventId(), order.seats(), false).stream().map(SeatPosition::label).toList();
-                List<String> unknown = order.seats().stream().filter(s -> !known.contains(s)).toList();
-                if (!unknown.isEmpty()) {
-                    return Optional.of(new Invalid.UnknownSeats(unknown));
-                }
-            }
-            return Optional.empty();
+            return Optional.of(new Shape(capacity.getFirst(), Map.copyOf(positions)));
         });
+        // An unknown event is not kept: it may be created a moment later, here or on another instance.
+        read.ifPresent(shape -> keep(eventId, shape));
+        return read;
+    }
+
+    private synchronized void keep(String eventId, Shape shape) {
+        if (keptSeats + shape.capacity() > KEPT_SEATS) {
+            shapes.clear();
+            keptSeats = 0;
+        }
+        if (shapes.putIfAbsent(eventId, shape) == null) {
+            keptSeats += shape.capacity();
+        }
     }
 
     /**
@@ -201,7 +242,10 @@ public final class Inventory {
     }
 
     private Claim claimNamed(Connection c, String eventId, List<String> labels, String purchaseId) throws SQLException {
-        List<SeatPosition> ordered = positions(c, eventId, labels, false);
+        Shape shape = shapes.get(eventId);
+        List<SeatPosition> ordered = shape == null ? positions(c, eventId, labels, false)
+                : labels.stream().distinct().filter(shape.positions()::containsKey).map(l -> new SeatPosition(l, shape.positions().get(l)))
+                        .sorted(java.util.Comparator.comparingInt(SeatPosition::position)).toList();
         try (PreparedStatement claim = claimStatement(c)) {
             for (SeatPosition seat : ordered) {
                 if (!claimOne(claim, eventId, seat.label(), purchaseId)) {
@@ -298,6 +342,11 @@ public final class Inventory {
                 .map(SeatPosition::label).toList());
         // The holder may have let go between our miss and this read; the seat we missed was taken then.
         return taken.isEmpty() ? List.of(firstMissed) : taken;
+    }
+
+    /** The named seats of {@code order} held or sold now, in seat order. */
+    public List<String> taken(Order order) {
+        return db.read(c -> positions(c, order.eventId(), order.seats(), true).stream().map(SeatPosition::label).toList());
     }
 
     /** Seats of the event free now, an expired hold counted as free. */

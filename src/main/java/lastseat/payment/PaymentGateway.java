@@ -10,6 +10,7 @@ import lastseat.web.Json;
 import lastseat.work.Backoff;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
+import lastseat.work.Latency;
 import lastseat.work.Scoped;
 import lastseat.work.Timeline;
 
@@ -49,10 +50,21 @@ public final class PaymentGateway {
     private final Outside http;
     private final PaymentConfig config;
     private final Bulkhead bulkhead;
+    private final Latency callTime;
+    /** When each open call started (unique, so two calls never share an entry). */
+    private final java.util.concurrent.ConcurrentSkipListSet<Long> openSince = new java.util.concurrent.ConcurrentSkipListSet<>();
+    private final java.util.concurrent.atomic.AtomicLong lastStart = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
 
+    /** With the call time measured over the last 200 calls of the last 10 s, a quarter of max-wait assumed before. */
     public PaymentGateway(Outside http, PaymentConfig config) {
+        this(http, config, new Latency(200, Duration.ofSeconds(10), 0.9, config.maxWait().dividedBy(4)));
+    }
+
+    /** {@code callTime} learns how long a charge takes at the provider, whatever its ending. */
+    public PaymentGateway(Outside http, PaymentConfig config, Latency callTime) {
         this.http = http;
         this.config = config;
+        this.callTime = callTime;
         this.bulkhead = Bulkhead.of("payment", BulkheadConfig.custom()
                 .maxConcurrentCalls(config.permits())
                 .maxWaitDuration(config.maxWait())
@@ -72,6 +84,19 @@ public final class PaymentGateway {
 
     public int availablePermits() {
         return bulkhead.getMetrics().getAvailableConcurrentCalls();
+    }
+
+    /**
+     * How long a charge has lately kept its permit (a moving percentile, from the first request to the
+     * settled answer; a call cut at the deadline counts the time it had): what admission plans with.
+     */
+    public Duration callTime() {
+        Duration measured = callTime.percentile();
+        // A call still open has taken at least its age: when the provider slows down all at once, the
+        // calls not yet back say so before any is measured.
+        Long oldest = openSince.ceiling(Long.MIN_VALUE);
+        Duration open = oldest == null ? Duration.ZERO : Duration.ofNanos(System.nanoTime() - oldest);
+        return open.compareTo(measured) > 0 ? open : measured;
     }
 
     public Charge charge(PaymentOrder order, Deadline deadline, Timeline timeline) throws InterruptedException {
@@ -94,7 +119,14 @@ public final class PaymentGateway {
                         return new Charge.NotSent(Charge.NotSent.Why.CAPACITY, "too little time left to call the provider");
                     }
                     sent.set(true);
-                    return askUntilSettled(order, deadline, timeline);
+                    long started = lastStart.updateAndGet(previous -> Math.max(previous + 1, System.nanoTime()));
+                    openSince.add(started);
+                    try {
+                        return askUntilSettled(order, deadline, timeline);
+                    } finally {
+                        openSince.remove(started);
+                        callTime.record(Duration.ofNanos(System.nanoTime() - started));
+                    }
                 } finally {
                     bulkhead.onComplete();
                 }

@@ -1,19 +1,34 @@
 package lastseat.purchase;
 
+import java.time.Duration;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentSkipListSet;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.IntSupplier;
 
 /**
- * How many purchases this process runs at once ({@code purchase.max-in-flight}): a fixed number of
- * places, each taken by one {@link Permit} and given back when that permit is closed.
+ * How many purchases this process runs at once: places, each taken by one {@link Permit} and given
+ * back when that permit is closed. There are never more than {@code capacity} places
+ * ({@code purchase.max-in-flight}); a {@code limit} may allow fewer at any moment (the {@link Pace}
+ * of the payments says how many can still get a permit in time), read again at every claim.
  *
- * <p>Contract: {@link #tryClaim()} never waits. It takes a place only when one is free — the check
- * and the decrement are one compare-and-set, so eight callers racing for the last place get exactly
- * one permit — and otherwise answers empty, having created nothing and changed nothing. A permit
- * exists only after a successful claim; closing it gives its one place back exactly once, however
- * often {@code close()} is called and from whichever thread. {@code 0 <= available() <= capacity()}
- * at every moment.
+ * <p>Contract: {@link #tryClaim()} never waits. It takes a place only when fewer than the limit are
+ * taken — the check and the increment are one compare-and-set, so eight callers racing for the last
+ * place get exactly one permit — and otherwise answers empty, having changed nothing.
+ * {@link #claim(Duration)} may wait, at most its bound, for a place given back. A permit exists only
+ * after a successful claim; closing it gives its one place back exactly once, however often
+ * {@code close()} is called and from whichever thread. {@code 0 <= taken <= capacity} at every
+ * moment; when the limit falls below the places taken, the next claims wait until enough come back.
+ *
+ * <p>Each permit is also "before its reservation" until {@link Permit#reserved()} or its close: a
+ * purchase refused a place can wait, bounded, for the admitted ones ahead of it to have taken their
+ * seats ({@link #awaitReservationsAhead}), so that it is told the truth (409, the seats are gone)
+ * rather than 503 when they were about to go.
  *
  * <p>Hazard: a place comes back only through {@link Permit#close()}. A permit that is dropped
  * without being closed keeps its place for the life of the process, and enough of them refuse every
@@ -27,42 +42,130 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 final class Admission {
     private final int capacity;
-    private final AtomicInteger available;
+    private final IntSupplier limit;
+    private final AtomicInteger taken = new AtomicInteger();
+    private final AtomicInteger waiting = new AtomicInteger();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition placeBack = lock.newCondition();
+    private final AtomicLong sequence = new AtomicLong();
+    private final ConcurrentSkipListSet<Long> unreserved = new ConcurrentSkipListSet<>();
 
+    /** A fixed number of places. */
     Admission(int capacity) {
+        this(capacity, () -> capacity);
+    }
+
+    /** At most {@code capacity} places, and at any moment at most what {@code limit} says (at least one). */
+    Admission(int capacity, IntSupplier limit) {
         if (capacity < 1) {
             throw new IllegalArgumentException("capacity must be at least 1, got " + capacity);
         }
         this.capacity = capacity;
-        this.available = new AtomicInteger(capacity);
+        this.limit = limit;
     }
 
     /**
-     * Takes one place if one is free, at once. Empty when none is: nothing was taken, so there is
-     * nothing to give back.
+     * Takes one place if one is free under the limit, at once. Empty when none is: nothing was taken,
+     * so there is nothing to give back.
      */
     Optional<Permit> tryClaim() {
+        int allowed = limit();
         while (true) {
-            int free = available.get();
-            if (free == 0) {
+            int now = taken.get();
+            if (now >= allowed) {
                 return Optional.empty();
             }
-            // Decrement only from the value just seen: if another claim or release moved the count
+            // Increment only from the value just seen: if another claim or release moved the count
             // in between, the set fails and we look again, so the check and the take are one step.
-            if (available.compareAndSet(free, free - 1)) {
+            if (taken.compareAndSet(now, now + 1)) {
                 // The owner is made only here, after the place is ours; a failed claim makes none.
                 return Optional.of(new Permit());
             }
         }
     }
 
-    /** Places free now; a reading for tests and gauges, never a reason to expect a claim to succeed. */
+    /**
+     * Takes one place, waiting at most {@code bound} for one to be given back. Empty when none came in
+     * time (nothing taken). The interrupt ends the wait and stays set.
+     */
+    Optional<Permit> claim(Duration bound) throws InterruptedException {
+        Optional<Permit> permit = tryClaim();
+        if (permit.isPresent() || bound.isZero() || bound.isNegative()) {
+            return permit;
+        }
+        long until = System.nanoTime() + bound.toNanos();
+        waiting.incrementAndGet();
+        try {
+            while (true) {
+                lock.lockInterruptibly();
+                try {
+                    permit = tryClaim();
+                    long left = until - System.nanoTime();
+                    if (permit.isPresent() || left <= 0) {
+                        return permit;
+                    }
+                    placeBack.awaitNanos(left);
+                } finally {
+                    lock.unlock();
+                }
+            }
+        } finally {
+            waiting.decrementAndGet();
+        }
+    }
+
+    /** The admitted purchases now before their reservation, as a mark to wait for. */
+    long mark() {
+        return sequence.get();
+    }
+
+    /**
+     * Waits, at most {@code bound}, until every purchase admitted up to {@code mark} has made its
+     * reservation (or ended). True when they all have. The interrupt ends the wait and stays set.
+     */
+    boolean awaitReservationsAhead(long mark, Duration bound) throws InterruptedException {
+        long until = System.nanoTime() + bound.toNanos();
+        while (true) {
+            Long first = unreserved.isEmpty() ? null : unreserved.first();
+            if (first == null || first > mark) {
+                return true;
+            }
+            if (System.nanoTime() - until >= 0) {
+                return false;
+            }
+            // Reservations take milliseconds; a short sleep costs a virtual thread nothing.
+            TimeUnit.MILLISECONDS.sleep(1);
+        }
+    }
+
+    /** The places allowed now: the limit, within 1..capacity. */
+    int limit() {
+        return Math.clamp(limit.getAsInt(), 1, capacity);
+    }
+
+    /** Places free now under the whole capacity; a reading for tests and gauges, never a reason to expect a claim to succeed. */
     int available() {
-        return available.get();
+        return capacity - taken.get();
+    }
+
+    /** Purchases waiting for a place now. */
+    int waiting() {
+        return waiting.get();
     }
 
     int capacity() {
         return capacity;
+    }
+
+    private void placeGivenBack() {
+        if (waiting.get() > 0) {
+            lock.lock();
+            try {
+                placeBack.signal();
+            } finally {
+                lock.unlock();
+            }
+        }
     }
 
     /**
@@ -71,8 +174,21 @@ final class Admission {
      */
     final class Permit implements AutoCloseable {
         private final AtomicBoolean released = new AtomicBoolean();
+        private final long number = sequence.incrementAndGet();
+        private final long admittedAt = System.nanoTime();
 
         private Permit() {
+            unreserved.add(number);
+        }
+
+        /** Its purchase has made its reservation (or been refused one): nobody needs to wait for it now. */
+        void reserved() {
+            unreserved.remove(number);
+        }
+
+        /** How long ago this place was taken. */
+        Duration age() {
+            return Duration.ofNanos(System.nanoTime() - admittedAt);
         }
 
         @Override
@@ -80,7 +196,9 @@ final class Admission {
             // Only the first close wins the flag, so an error path and try-with-resources that both
             // close the permit still give back one place, never two.
             if (released.compareAndSet(false, true)) {
-                available.incrementAndGet();
+                unreserved.remove(number);
+                taken.decrementAndGet();
+                placeGivenBack();
             }
         }
     }

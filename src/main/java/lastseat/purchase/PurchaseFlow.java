@@ -52,14 +52,34 @@ public final class PurchaseFlow {
         this.clock = clock;
     }
 
+    /**
+     * What a purchase tells its admission as it goes: its reservation is made (or refused), and its
+     * payment starts now.
+     */
+    interface Progress {
+        Progress NONE = new Progress() {
+            @Override
+            public void reserved() {
+            }
+
+            @Override
+            public void paying() {
+            }
+        };
+
+        void reserved();
+
+        void paying();
+    }
+
     public PurchaseOutcome purchase(Order order, Deadline deadline) throws InterruptedException {
-        if (config.deadline().minus(deadline.remaining()).compareTo(config.shedAfter()) > 0) {
-            // It waited too long to be served (for a connection, for the CPU) to finish in time: going
-            // on would take seats and CPU from others and then miss anyway. Shed it, unreserved.
-            return refused(new Refusal.Overloaded());
-        }
+        return purchase(order, deadline, Progress.NONE);
+    }
+
+    PurchaseOutcome purchase(Order order, Deadline deadline, Progress progress) throws InterruptedException {
         Timeline timeline = new Timeline(clock);
         Purchases.Reservation reservation = reserve(order, timeline);                          // 1. reserve
+        progress.reserved();
         if (!(reservation instanceof Purchases.Reservation.Held(Hold hold))) {
             return refused(((Purchases.Reservation.Refused) reservation).why());
         }
@@ -72,6 +92,7 @@ public final class PurchaseFlow {
             if (stopped.isPresent()) {
                 return stopped.get();
             }
+            progress.paying();
             Charge charge = payments.charge(paymentOrder(hold, quote), deadline, timeline);    // 3. pay
             return settle(hold, quote, charge, timeline);                                      // 4. confirm, 5. release
         } catch (DeadlinePassed e) {

@@ -15,7 +15,9 @@ import lastseat.web.Failures;
 import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
+import lastseat.payment.PaymentGateway;
 import lastseat.work.Deadline;
+import lastseat.work.Latency;
 
 import java.time.Duration;
 import java.util.Arrays;
@@ -47,6 +49,8 @@ public final class PurchaseRoutes implements HttpService {
      * retry runs again (the flow answers no 5xx while anything of the purchase remains).
      */
     private static final Set<Integer> RETRYABLE = Set.of(500, 503, 504);
+    /** Longest a purchase waits for a place before it asks the pace again whether it may go on waiting. */
+    private static final Duration WAIT_SLICE = Duration.ofMillis(20);
 
     private final PurchaseFlow flow;
     private final Purchases purchases;
@@ -55,10 +59,18 @@ public final class PurchaseRoutes implements HttpService {
     private final PurchaseConfig config;
     private final PurchaseMetrics metrics;
     private final PurchaseAnswers answers;
+    private final Pace pace;
     private final Admission admission;
 
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
-                          PurchaseConfig config, PurchaseMetrics metrics) {
+                          PurchaseConfig config, PurchaseMetrics metrics, PaymentGateway payments) {
+        this(flow, purchases, inventory, keys, config, metrics, new Pace(config.deadline(), payments.config().minCallTime(),
+                payments.config().permits(), new Latency(config.paceSamples(), config.paceWindow(), 0.9, config.deadline().dividedBy(4)),
+                payments::callTime));
+    }
+
+    PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
+                   PurchaseConfig config, PurchaseMetrics metrics, Pace pace) {
         this.flow = flow;
         this.purchases = purchases;
         this.inventory = inventory;
@@ -66,7 +78,8 @@ public final class PurchaseRoutes implements HttpService {
         this.config = config;
         this.metrics = metrics;
         this.answers = new PurchaseAnswers(config);
-        this.admission = new Admission(config.maxInFlight());
+        this.pace = pace;
+        this.admission = new Admission(config.maxInFlight(), pace::limit);
     }
 
     @Override
@@ -91,9 +104,16 @@ public final class PurchaseRoutes implements HttpService {
         }
         // Admission comes after every 4xx about the input (a bad request is answered the same way under
         // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
-        Optional<Admission.Permit> claimed = admission.tryClaim();
+        Optional<Admission.Permit> claimed;
+        try {
+            claimed = admit(arrived);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            send(answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded())), response, arrived);
+            return;
+        }
         if (claimed.isEmpty()) {
-            send(answers.tooMany(admission.capacity()), response, arrived);
+            send(notAdmitted(key, body, order, deadline, admission.mark(), response), response, arrived);
             return;
         }
         PurchaseAnswers.Answer answer;
@@ -101,9 +121,86 @@ public final class PurchaseRoutes implements HttpService {
         // unexpected failure or the interrupt. It is back before the answer is written, so a client that
         // has its answer can count on the place being free.
         try (Admission.Permit permit = claimed.get()) {
-            answer = admitted(key, body, order, deadline, response);
+            answer = admitted(key, body, order, deadline, response, progress(permit));
         }
         send(answer, response, arrived);
+    }
+
+    /**
+     * A place for a purchase that has spent the time since {@code arrived}: at once while fewer than
+     * the {@link Pace}'s limit run, else after a wait only as long as its deadline has room for; none
+     * when it could not reach its payment in time anyway.
+     */
+    private Optional<Admission.Permit> admit(long arrived) throws InterruptedException {
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - arrived);
+        if (!pace.canFinish(elapsed, admission.capacity() - admission.available())) {
+            return Optional.empty();
+        }
+        Optional<Admission.Permit> permit = admission.tryClaim();
+        if (permit.isPresent() || admission.limit() >= admission.capacity()) {
+            // At the process's own cap there is no waiting: that cap protects this process, at once.
+            return permit;
+        }
+        while (true) {
+            // The room is asked again every slice: the pace it was planned on may change while it waits.
+            Duration room = pace.waitFor(Duration.ofNanos(System.nanoTime() - arrived), admission.waiting() + 1);
+            if (room.isZero()) {
+                return Optional.empty();
+            }
+            permit = admission.claim(room.compareTo(WAIT_SLICE) < 0 ? room : WAIT_SLICE);
+            if (permit.isPresent()) {
+                return permit;
+            }
+        }
+    }
+
+    /**
+     * The answer for a purchase given no place: nothing is reserved and no key is stored. A key used
+     * before gets its own answer (a replay, in flight, reused). Otherwise, once the purchases admitted
+     * before it ({@code mark}) have made their reservations, a read says whether its seats are gone —
+     * 409, the truth, even when busy — or free, and only then 503 with Retry-After.
+     */
+    private PurchaseAnswers.Answer notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark,
+                                               ServerResponse response) {
+        if (keys.known(key)) {
+            IdempotencyKeys.Claim claim = keys.claim(key, IdempotencyKeys.fingerprint(body));
+            switch (claim) {
+                case IdempotencyKeys.Claim.Fresh fresh -> end(key, keys.forget(key, fresh.token()));
+                // Its process stopped before answering; the retry that has a place resumes it.
+                case IdempotencyKeys.Claim.Abandoned abandoned -> {
+                }
+                default -> {
+                    return answered(key, claim, response);
+                }
+            }
+        }
+        try {
+            admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded()));
+        }
+        Optional<PurchaseOutcome.Refusal> gone = purchases.unavailable(order);
+        if (gone.isPresent()) {
+            return answers.of(new PurchaseOutcome.Refused(gone.get()));
+        }
+        return admission.available() == 0 ? answers.tooMany(admission.capacity())
+                : answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded()));
+    }
+
+    /** What the flow tells the permit: the reservation is made; the payment starts after this long. */
+    private PurchaseFlow.Progress progress(Admission.Permit permit) {
+        return new PurchaseFlow.Progress() {
+            @Override
+            public void reserved() {
+                permit.reserved();
+            }
+
+            @Override
+            public void paying() {
+                pace.reachedPayment(permit.age());
+            }
+        };
     }
 
     private void send(PurchaseAnswers.Answer answer, ServerResponse response, long arrived) {
@@ -148,19 +245,24 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
-    private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response) {
+    private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response,
+                                            PurchaseFlow.Progress progress) {
         IdempotencyKeys.Claim claim = keys.claim(key, IdempotencyKeys.fingerprint(body));
         return switch (claim) {
-            case IdempotencyKeys.Claim.Replay replay -> {
-                response.header(REPLAYED, "true");
-                // A pending answer is not final: the retry is told where the purchase stands now.
-                yield new PurchaseAnswers.Answer(replay.reply().status() == 202 ? current(replay.reply()) : replay.reply(), "replayed");
-            }
-            case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline);
-            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline);
-            case IdempotencyKeys.Claim.InFlight inFlight -> answers.of(claim, key);
-            case IdempotencyKeys.Claim.Reused reused -> answers.of(claim, key);
+            case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress);
+            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress);
+            default -> answered(key, claim, response);
         };
+    }
+
+    /** A key used before: its stored answer replayed, or why it cannot be run now. */
+    private PurchaseAnswers.Answer answered(String key, IdempotencyKeys.Claim claim, ServerResponse response) {
+        if (claim instanceof IdempotencyKeys.Claim.Replay replay) {
+            response.header(REPLAYED, "true");
+            // A pending answer is not final: the retry is told where the purchase stands now.
+            return new PurchaseAnswers.Answer(replay.reply().status() == 202 ? current(replay.reply()) : replay.reply(), "replayed");
+        }
+        return answers.of(claim, key);
     }
 
     /**
@@ -168,7 +270,8 @@ public final class PurchaseRoutes implements HttpService {
      * still moving (recovery has not reached it) → 409, retry later; paid or pending → its current
      * state, stored for the key; never started, released or expired (nothing charged) → run afresh.
      */
-    private PurchaseAnswers.Answer resume(String key, IdempotencyKeys.Claim.Abandoned abandoned, Order order, Deadline deadline) {
+    private PurchaseAnswers.Answer resume(String key, IdempotencyKeys.Claim.Abandoned abandoned, Order order, Deadline deadline,
+                                          PurchaseFlow.Progress progress) {
         Optional<String> id = purchases.byKey(key);
         Optional<PurchaseState> state = id.flatMap(purchases::stateOf);
         if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
@@ -179,7 +282,7 @@ public final class PurchaseRoutes implements HttpService {
             return answers.inFlight(key);
         }
         if (state.isEmpty() || state.get().leavesNothing()) {
-            return runFresh(key, token.get(), order, deadline);
+            return runFresh(key, token.get(), order, deadline, progress);
         }
         Reply reply = current(id.get());
         end(key, keys.complete(key, token.get(), reply));
@@ -187,9 +290,13 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline) {
+        return runFresh(key, token, order, deadline, PurchaseFlow.Progress.NONE);
+    }
+
+    private PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline, PurchaseFlow.Progress progress) {
         PurchaseAnswers.Answer answer;
         try {
-            answer = answers.of(flow.purchase(order, deadline));
+            answer = answers.of(flow.purchase(order, deadline, progress));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             // The server is stopping past its grace, and the payment may have left: never "nothing was

@@ -119,6 +119,20 @@ public final class Purchases {
         };
     }
 
+    /**
+     * Why {@code order} cannot be had now, found by reading alone (no seat is touched, nothing is
+     * written): its named seats are held or sold, or fewer seats are free than it asks for. Empty when
+     * it could be had now — which promises nothing about a moment later.
+     */
+    public Optional<PurchaseOutcome.Refusal> unavailable(Order order) {
+        if (order.namesSeats()) {
+            List<String> taken = inventory.taken(order);
+            return taken.isEmpty() ? Optional.empty() : Optional.of(new PurchaseOutcome.Refusal.SeatsTaken(taken));
+        }
+        int free = inventory.available(order.eventId());
+        return free < order.quantity() ? Optional.of(new PurchaseOutcome.Refusal.SoldOut(order.quantity(), free)) : Optional.empty();
+    }
+
     private void insertHeld(Connection c, String purchaseId, Order order, Inventory.Claim.Claimed claimed, Instant expiresAt)
             throws SQLException {
         Instant now = clock.instant();

@@ -39,7 +39,8 @@ class ConfigTest {
             "purchase.sweep-interval, 1ms",
             "purchase.sweep-batch, 0",
             "purchase.abandoned-after, 2h",
-            "purchase.shed-after, 31s",
+            "purchase.pace-window, 0s",
+            "purchase.pace-samples, 9",
             "purchase.max-in-flight, 0",
             "events.max-capacity, 0",
             "events.max-body-bytes, 100",
@@ -90,8 +91,6 @@ class ConfigTest {
 
     @ParameterizedTest(name = "{0} = {1}")
     @CsvSource({
-            // A purchase shed after its deadline would never be shed.
-            "purchase.shed-after, 900ms, purchase.shed-after, purchase.deadline",
             "payment.max-wait, 900ms, payment.max-wait, purchase.deadline",
             // Lowering the deadline alone is refused while the shipped payment wait (800 ms) is longer.
             "purchase.deadline, 500ms, payment.max-wait, purchase.deadline",
@@ -112,13 +111,13 @@ class ConfigTest {
 
     @Test
     void aRuleBetweenKeysAllowsTheTwoToBeEqual() {
-        Config config = Config.just(ConfigSources.create(Map.of("purchase.shed-after", "800ms", "payment.max-wait", "800ms",
+        Config config = Config.just(ConfigSources.create(Map.of("payment.max-wait", "800ms",
                                                                 "reconcile.max-backoff", "1s", "outbox.max-backoff", "1s")),
                                     ConfigSources.classpath("application.yaml"));
 
         LastseatConfig tree = LastseatConfig.from(config);
 
-        assertThat(tree.purchase().shedAfter()).isEqualTo(tree.purchase().deadline());
+        assertThat(tree.payment().maxWait()).isEqualTo(tree.purchase().deadline());
         assertThat(tree.reconcile().maxBackoff()).isEqualTo(tree.reconcile().backoff());
     }
 

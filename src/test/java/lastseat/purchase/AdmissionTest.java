@@ -144,6 +144,47 @@ class AdmissionTest {
         }
     }
 
+    @Test
+    void aLimitBelowTheCapacityRefusesAndAWaiterGetsThePlaceGivenBack() throws Exception {
+        java.util.concurrent.atomic.AtomicInteger limit = new java.util.concurrent.atomic.AtomicInteger(1);
+        Admission admission = new Admission(10, limit::get);
+        Admission.Permit holder = admission.tryClaim().orElseThrow();
+        assertThat(admission.tryClaim()).as("the limit, not the capacity, is full").isEmpty();
+
+        try (ExecutorService waiter = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<Optional<Admission.Permit>> waiting = waiter.submit(() -> admission.claim(java.time.Duration.ofSeconds(WAIT_SECONDS)));
+            while (admission.waiting() == 0) {
+                Thread.sleep(1);
+            }
+            holder.close();
+            Optional<Admission.Permit> got = waiting.get(WAIT_SECONDS, TimeUnit.SECONDS);
+
+            assertThat(got).as("the place given back went to the waiter").isPresent();
+            got.get().close();
+        }
+        assertThat(admission.claim(java.time.Duration.ofMillis(1))).as("a bounded wait with the place free").isPresent().get()
+                .satisfies(Admission.Permit::close);
+        assertThat(admission.available()).isEqualTo(admission.capacity());
+        assertThat(admission.waiting()).isZero();
+    }
+
+    @Test
+    void aRefusedPurchaseWaitsForTheReservationsOfThoseAdmittedBeforeItOnly() throws Exception {
+        Admission admission = new Admission(10);
+        Admission.Permit before = admission.tryClaim().orElseThrow();
+        long mark = admission.mark();
+        Admission.Permit after = admission.tryClaim().orElseThrow();
+
+        assertThat(admission.awaitReservationsAhead(mark, java.time.Duration.ofMillis(20)))
+                .as("the one admitted before has not reserved yet").isFalse();
+        before.reserved();
+        assertThat(admission.awaitReservationsAhead(mark, java.time.Duration.ofMillis(20)))
+                .as("the one admitted after the mark is not waited for").isTrue();
+        before.close();
+        after.close();
+        assertThat(admission.available()).isEqualTo(admission.capacity());
+    }
+
     private interface Contender<T> {
         T run(int index) throws Exception;
     }

@@ -21,7 +21,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 class ConcurrencyTest {
     @RegisterExtension
-    static final LastseatApp app = LastseatApp.with(Map.of("purchase.deadline", "3s", "purchase.shed-after", "2s"));
+    static final LastseatApp app = LastseatApp.with(Map.of("purchase.deadline", "3s"));
 
     @Test
     void lastSeatIsSoldOnceWhenTwoHundredBuyersArriveTogether() {

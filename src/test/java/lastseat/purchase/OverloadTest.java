@@ -6,36 +6,82 @@ import lastseat.testkit.Answer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.time.Duration;
+import java.time.OffsetDateTime;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
 
+import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
+import static com.github.tomakehurst.wiremock.client.WireMock.post;
+import static com.github.tomakehurst.wiremock.client.WireMock.postRequestedFor;
+import static com.github.tomakehurst.wiremock.client.WireMock.urlPathEqualTo;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * A purchase that waited longer than purchase.shed-after before it could reserve is shed: 503
- * overloaded with Retry-After, nothing reserved, no outside call, its key let go so a retry runs.
- * (shed-after 0 ms makes every purchase one that waited too long.)
+ * A purchase that could not reach its payment in time is not admitted: 503 overloaded with
+ * Retry-After, nothing reserved, no outside call, its key let go so a retry runs afresh.
+ *
+ * <p>One payment permit, held by a first purchase whose provider is slow; a 300 ms deadline of
+ * which a payment call needs 250 ms (payment.min-call-time) leaves no room to wait for that permit.
+ * A purchase always goes while fewer than the permits run (so the payments stay fed and measured),
+ * so the first is admitted; the second, arriving while it runs, is not.
  */
 class OverloadTest {
     @RegisterExtension
-    static final LastseatApp app = LastseatApp.with(Map.of("purchase.shed-after", "0ms"));
+    static final LastseatApp app = LastseatApp.with(Map.of("purchase.deadline", "300ms", "payment.max-wait", "300ms",
+                                                           "payment.min-call-time", "250ms", "payment.permits", "1"));
 
     @Test
-    void aPurchaseThatWaitedTooLongIsShedBeforeItTakesASeat() {
-        String event = app.newEvent("A1");
+    void aPurchaseThatCannotReachItsPaymentInTimeIsRefusedBeforeItTakesASeat() throws Exception {
+        String event = app.newEvent("A1", "A2");
+        app.stubs().stubFor(post(urlPathEqualTo("/payments")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(201).withFixedDelay(1000).withTransformers("ledger")));
         String key = UUID.randomUUID().toString();
-
-        Answer answer = app.client().purchaseSeats(key, event, "A1");
-        Answer retry = app.client().purchaseSeats(key, event, "A1");
+        Answer answer;
+        Answer retry;
+        Answer first;
+        try (ExecutorService buyers = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<Answer> holder = buyers.submit(() -> app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1"));
+            awaitPaymentRequest();
+            answer = app.client().purchaseSeats(key, event, "A2");
+            retry = app.client().purchaseSeats(key, event, "A2");
+            first = holder.get(10, TimeUnit.SECONDS);
+        }
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(503);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:overloaded");
         assertThat(answer.header("Retry-After")).isEqualTo("1");
+        assertThat(retry.status()).as(retry.toString()).isEqualTo(503);
         assertThat(retry.header("Idempotent-Replayed")).as("the key was let go: the retry ran again").isNull();
-        assertThat(app.db().count("SELECT COUNT(*) FROM purchases WHERE event_id = ?", event)).isZero();
-        assertThat(app.purchaseCalls()).isEmpty();
+        assertThat(first.status()).as("the first purchase's payment outlived its deadline: " + first).isEqualTo(202);
+        assertThat(app.db().count("SELECT COUNT(*) FROM purchases WHERE event_id = ?", event)).as("only the first's").isEqualTo(1);
+        assertThat(app.db().count("SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = ?", key)).as("key not stored").isZero();
+        app.stubs().verify(1, postRequestedFor(urlPathEqualTo("/payments")));
+        assertThat(app.client().event(event).path("available").asInt()).as("A2 still free").isEqualTo(1);
+        settle(first.json().path("id").asText());
         Invariants.nothingHeld(app, event);
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);
+    }
+
+    private static void awaitPaymentRequest() throws InterruptedException {
+        long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
+        while (app.stubs().findAll(postRequestedFor(urlPathEqualTo("/payments"))).isEmpty()) {
+            assertThat(System.nanoTime()).as("the first payment request reached the provider within 5 s").isLessThan(until);
+            Thread.sleep(2);
+        }
+    }
+
+    /** The first purchase's unknown payment, settled now by the reconciler against the stubs as the files have them. */
+    private static void settle(String id) throws InterruptedException {
+        app.resetStubs();
+        app.services().db().read(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ? "
+                                                               + "AND state = 'PAYMENT_UNKNOWN'", OffsetDateTime.now().minusSeconds(1), id));
+        app.services().purchaseWorkers().reconcileNow();
+        assertThat(app.db().purchaseState(id)).as("settled").isIn("CONFIRMED", "RELEASED", "REFUNDED");
     }
 }

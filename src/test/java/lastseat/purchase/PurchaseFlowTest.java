@@ -25,7 +25,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  */
 @Tag("fast")
 class PurchaseFlowTest {
-    private final InProcess app = InProcess.start(Map.of("purchase.deadline", "300ms", "purchase.shed-after", "300ms",
+    private final InProcess app = InProcess.start(Map.of("purchase.deadline", "300ms",
                                                          "payment.max-wait", "300ms"));
 
     @AfterEach

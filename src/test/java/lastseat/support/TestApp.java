@@ -80,10 +80,6 @@ public final class TestApp implements AutoCloseable {
         settings.put("outside.connect-timeout", "1s");
         settings.put("drills.enabled", "true");
         settings.putAll(overrides);
-        // A burst of buyers on two busy cores can wait past purchase.shed-after and be shed (503
-        // overloaded); the tests are about other things, so shedding starts only at the deadline
-        // unless a test asks for it (OverloadTest does).
-        settings.putIfAbsent("purchase.shed-after", settings.getOrDefault("purchase.deadline", "800ms"));
         Config config = Config.just(ConfigSources.create(settings), ConfigSources.classpath("application.yaml"));
         Main.Running running = Main.start(config);
         TestApp app = new TestApp(stubs, running, dataDir);

@@ -278,8 +278,7 @@ public final class Bench {
         stub(0, 0, 3000);
         int inFlight = smoke ? 50 : 1000;
         try (ServerProcess server = server("memory", Map.of("payment.permits", "1000", "purchase.max-in-flight", "5000",
-                                                             "purchase.deadline", "10s", "payment.max-wait", "10s",
-                                                             "purchase.shed-after", "10s"))) {
+                                                             "purchase.deadline", "10s", "payment.max-wait", "10s"))) {
             String event = newEvent(server, inFlight);
             warmUp(server);
             long heapIdle = heapUsed(server, true);

@@ -64,8 +64,7 @@ final class LifecycleDrills {
     private static void holdExpiry(Target target, Settings settings, Findings findings) {
         Path dir = tempDir("hold-expiry");
         try (ServerProcess server = ServerProcess.start(dir, target.stubs(), Map.of("purchase.hold-ttl", "1s",
-                                                                                    "purchase.deadline", "5s",
-                                                                                    "purchase.shed-after", "5s"))) {
+                                                                                    "purchase.deadline", "5s"))) {
             Target own = target.on(server.url());
             String warmUp = own.newEvent(10);
             Target.together(10, i -> own.buyOne(warmUp));

@@ -59,7 +59,7 @@ class RollingStopTest {
                               .willReturn(aResponse().withStatus(201).withUniformRandomDelay(200, 600).withTransformers("ledger")));
         // A deadline of 3 s: this is about the stop, not about a cold server's speed on a busy machine.
         ServerProcess server = ServerProcess.start(dir, URI.create("http://127.0.0.1:" + stubs.port()),
-                                                   Map.of("purchase.deadline", "3s", "purchase.shed-after", "3s"));
+                                                   Map.of("purchase.deadline", "3s"));
         List<Answer> answers;
         String event;
         OptionalInt exit;
