@@ -3,7 +3,6 @@ package lastseat.purchase;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentSkipListSet;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -47,6 +46,8 @@ final class Admission {
     private final AtomicInteger waiting = new AtomicInteger();
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition placeBack = lock.newCondition();
+    private final Condition reservationMade = lock.newCondition();
+    private final AtomicInteger awaitingReservations = new AtomicInteger();
     private final AtomicLong sequence = new AtomicLong();
     private final ConcurrentSkipListSet<Long> unreserved = new ConcurrentSkipListSet<>();
 
@@ -125,16 +126,39 @@ final class Admission {
      */
     boolean awaitReservationsAhead(long mark, Duration bound) throws InterruptedException {
         long until = System.nanoTime() + bound.toNanos();
-        while (true) {
-            Long first = unreserved.isEmpty() ? null : unreserved.first();
-            if (first == null || first > mark) {
-                return true;
+        awaitingReservations.incrementAndGet();
+        try {
+            lock.lockInterruptibly();
+            try {
+                while (true) {
+                    Long first = unreserved.ceiling(Long.MIN_VALUE);
+                    if (first == null || first > mark) {
+                        return true;
+                    }
+                    long left = until - System.nanoTime();
+                    if (left <= 0) {
+                        return false;
+                    }
+                    // Woken by every reservation made while anyone waits; a crowd polling instead
+                    // would take the CPU from the very reservations it waits for.
+                    reservationMade.awaitNanos(left);
+                }
+            } finally {
+                lock.unlock();
             }
-            if (System.nanoTime() - until >= 0) {
-                return false;
+        } finally {
+            awaitingReservations.decrementAndGet();
+        }
+    }
+
+    private void reservationMade(long number) {
+        if (unreserved.remove(number) && awaitingReservations.get() > 0) {
+            lock.lock();
+            try {
+                reservationMade.signalAll();
+            } finally {
+                lock.unlock();
             }
-            // Reservations take milliseconds; a short sleep costs a virtual thread nothing.
-            TimeUnit.MILLISECONDS.sleep(1);
         }
     }
 
@@ -183,7 +207,7 @@ final class Admission {
 
         /** Its purchase has made its reservation (or been refused one): nobody needs to wait for it now. */
         void reserved() {
-            unreserved.remove(number);
+            reservationMade(number);
         }
 
         /** How long ago this place was taken. */
@@ -196,7 +220,7 @@ final class Admission {
             // Only the first close wins the flag, so an error path and try-with-resources that both
             // close the permit still give back one place, never two.
             if (released.compareAndSet(false, true)) {
-                unreserved.remove(number);
+                reservationMade(number);
                 taken.decrementAndGet();
                 placeGivenBack();
             }

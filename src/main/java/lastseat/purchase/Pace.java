@@ -44,6 +44,11 @@ final class Pace {
         this.callTime = callTime;
     }
 
+    /** What a purchase keeps in hand at the end of its deadline. */
+    Duration margin() {
+        return margin;
+    }
+
     /** A purchase reached its payment this long after it was admitted. */
     void reachedPayment(Duration afterAdmission) {
         toPayment.record(afterAdmission);

@@ -113,8 +113,12 @@ public final class PurchaseRoutes implements HttpService {
             return;
         }
         if (claimed.isEmpty()) {
-            send(notAdmitted(key, body, order, deadline, admission.mark(), response), response, arrived);
-            return;
+            Turn turn = notAdmitted(key, body, order, deadline, admission.mark(), response);
+            if (turn instanceof Turn.Told(PurchaseAnswers.Answer told)) {
+                send(told, response, arrived);
+                return;
+            }
+            claimed = Optional.of(((Turn.Go) turn).permit());
         }
         PurchaseAnswers.Answer answer;
         // The place is held for exactly the work, and given back on every way out of it: an answer, an
@@ -154,14 +158,24 @@ public final class PurchaseRoutes implements HttpService {
         }
     }
 
+    /** What becomes of a purchase given no place at once: an answer, or a place that came while it waited. */
+    private sealed interface Turn {
+        record Told(PurchaseAnswers.Answer answer) implements Turn {
+        }
+
+        record Go(Admission.Permit permit) implements Turn {
+        }
+    }
+
     /**
-     * The answer for a purchase given no place: nothing is reserved and no key is stored. A key used
-     * before gets its own answer (a replay, in flight, reused). Otherwise, once the purchases admitted
-     * before it ({@code mark}) have made their reservations, a read says whether its seats are gone —
-     * 409, the truth, even when busy — or free, and only then 503 with Retry-After.
+     * A purchase given no place: nothing is reserved and no key is stored. A key used before gets its
+     * own answer (a replay, in flight, reused). Otherwise, once the purchases admitted before it
+     * ({@code mark}) have made their reservations, a read says whether its seats are gone — 409, the
+     * truth, even when busy. If they are free but fewer than the purchases running could take, it
+     * waits for a place while its deadline allows (then it runs, and its reservation tells the truth);
+     * only seats still free at the end, or plenty of them, make it 503 with Retry-After.
      */
-    private PurchaseAnswers.Answer notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark,
-                                               ServerResponse response) {
+    private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark, ServerResponse response) {
         if (keys.known(key)) {
             IdempotencyKeys.Claim claim = keys.claim(key, IdempotencyKeys.fingerprint(body));
             switch (claim) {
@@ -170,22 +184,30 @@ public final class PurchaseRoutes implements HttpService {
                 case IdempotencyKeys.Claim.Abandoned abandoned -> {
                 }
                 default -> {
-                    return answered(key, claim, response);
+                    return new Turn.Told(answered(key, claim, response));
                 }
             }
         }
         try {
             admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
+            Purchases.Seen seen = purchases.seen(order);
+            if (seen.gone().isEmpty() && seen.free() - order.quantity() < admission.capacity() - admission.available()) {
+                // So few seats left that those running may take them all: the answer is likely 409 in a
+                // moment, not 503 now. A place comes back as soon as one of them ends.
+                Optional<Admission.Permit> permit = admission.claim(deadline.remaining().minus(pace.margin()));
+                if (permit.isPresent()) {
+                    return new Turn.Go(permit.get());
+                }
+                seen = purchases.seen(order);
+            }
+            if (seen.gone().isPresent()) {
+                return new Turn.Told(answers.of(new PurchaseOutcome.Refused(seen.gone().get())));
+            }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded()));
         }
-        Optional<PurchaseOutcome.Refusal> gone = purchases.unavailable(order);
-        if (gone.isPresent()) {
-            return answers.of(new PurchaseOutcome.Refused(gone.get()));
-        }
-        return admission.available() == 0 ? answers.tooMany(admission.capacity())
-                : answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded()));
+        return new Turn.Told(admission.available() == 0 ? answers.tooMany(admission.capacity())
+                : answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded())));
     }
 
     /** What the flow tells the permit: the reservation is made; the payment starts after this long. */

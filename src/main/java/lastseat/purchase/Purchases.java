@@ -120,17 +120,23 @@ public final class Purchases {
     }
 
     /**
-     * Why {@code order} cannot be had now, found by reading alone (no seat is touched, nothing is
-     * written): its named seats are held or sold, or fewer seats are free than it asks for. Empty when
-     * it could be had now — which promises nothing about a moment later.
+     * What a read alone (no seat touched, nothing written) says of {@code order} now: why it cannot be
+     * had ({@code gone}: its named seats are held or sold, or fewer seats are free than it asks for),
+     * and how many seats of the event are free ({@code free}; for named seats, how many of those are).
+     * It promises nothing about a moment later.
      */
-    public Optional<PurchaseOutcome.Refusal> unavailable(Order order) {
+    public record Seen(Optional<PurchaseOutcome.Refusal> gone, int free) {
+    }
+
+    public Seen seen(Order order) {
         if (order.namesSeats()) {
             List<String> taken = inventory.taken(order);
-            return taken.isEmpty() ? Optional.empty() : Optional.of(new PurchaseOutcome.Refusal.SeatsTaken(taken));
+            return taken.isEmpty() ? new Seen(Optional.empty(), order.seats().size())
+                    : new Seen(Optional.of(new PurchaseOutcome.Refusal.SeatsTaken(taken)), order.seats().size() - taken.size());
         }
         int free = inventory.available(order.eventId());
-        return free < order.quantity() ? Optional.of(new PurchaseOutcome.Refusal.SoldOut(order.quantity(), free)) : Optional.empty();
+        return new Seen(free < order.quantity() ? Optional.of(new PurchaseOutcome.Refusal.SoldOut(order.quantity(), free))
+                                                : Optional.empty(), free);
     }
 
     private void insertHeld(Connection c, String purchaseId, Order order, Inventory.Claim.Claimed claimed, Instant expiresAt)
