@@ -48,16 +48,18 @@ import static com.github.tomakehurst.wiremock.core.WireMockConfiguration.wireMoc
  * Latency is measured from each request's <em>intended</em> start, so a stalled server cannot hide
  * its stall by slowing the generator down (no coordinated omission). Prints a table of figures
  * and their ratios to the limit each one is compared with. {@code --smoke} runs every scenario
- * tiny (bin/test does, to keep this working; no figure is asserted).
+ * tiny (bin/test does, to keep this working; no figure is asserted); {@code --postgres} adds the
+ * on-sale's two instances on one PostgreSQL ({@link OnSale}).
  */
 public final class Bench {
-    private final boolean smoke;
+    final boolean smoke;
+    private final boolean postgres;
     private final WireMockServer stubs;
     /**
      * One JDK client for the whole run, pointed at each scenario's server with {@code on(server.url())};
      * a purchase may wait for a minute before the load generator counts it as failed.
      */
-    private final LastseatClient lastseat = new LastseatClient(URI.create("http://127.0.0.1/"), LastseatClient.CONNECT_TIMEOUT,
+    final LastseatClient lastseat = new LastseatClient(URI.create("http://127.0.0.1/"), LastseatClient.CONNECT_TIMEOUT,
                                                                Duration.ofSeconds(60));
     private final List<Row> rows = new ArrayList<>();
 
@@ -65,8 +67,9 @@ public final class Bench {
     record Row(String figure, String value, String limit, String ratio) {
     }
 
-    private Bench(boolean smoke) {
+    private Bench(boolean smoke, boolean postgres) {
         this.smoke = smoke;
+        this.postgres = postgres;
         this.stubs = new WireMockServer(wireMockConfig().dynamicPort().bindAddress("127.0.0.1")
                 .usingFilesUnderDirectory("wiremock").containerThreads(500).jettyAcceptQueueSize(5000)
                 .asynchronousResponseEnabled(true).asynchronousResponseThreads(200)
@@ -77,20 +80,26 @@ public final class Bench {
     public static void main(String[] args) throws Exception {
         List<String> only = new ArrayList<>();
         boolean smoke = false;
+        boolean postgres = false;
         for (String arg : args) {
-            if (arg.equals("--smoke")) {
-                smoke = true;
-            } else {
-                only.add(arg);
+            switch (arg) {
+                case "--smoke" -> smoke = true;
+                case "--postgres" -> postgres = true;
+                default -> only.add(arg);
             }
         }
-        System.out.println(run(smoke, only));
+        System.out.println(run(smoke, postgres, only));
         System.exit(0);
     }
 
     /** Runs the scenarios ({@code only} empty: all) and returns the table. */
     public static String run(boolean smoke, List<String> only) throws Exception {
-        Bench bench = new Bench(smoke);
+        return run(smoke, false, only);
+    }
+
+    /** {@link #run(boolean, List)}, with the on-sale's PostgreSQL part when {@code postgres} (and PostgreSQL answers). */
+    public static String run(boolean smoke, boolean postgres, List<String> only) throws Exception {
+        Bench bench = new Bench(smoke, postgres);
         bench.stubs.start();
         try {
             Map<String, Scenario> scenarios = new LinkedHashMap<>();
@@ -99,6 +108,7 @@ public final class Bench {
             scenarios.put("hot-event", bench::hotEvent);
             scenarios.put("databases", bench::databases);
             scenarios.put("memory", bench::memory);
+            scenarios.put("onsale", () -> new OnSale(bench, bench.postgres).run());
             for (var scenario : scenarios.entrySet()) {
                 if (only.isEmpty() || only.contains(scenario.getKey())) {
                     System.out.println("-- " + scenario.getKey());
@@ -106,6 +116,7 @@ public final class Bench {
                 }
             }
         } finally {
+            bench.lastseat.close();
             bench.stubs.stop();
         }
         return bench.table();
@@ -160,12 +171,15 @@ public final class Bench {
         try (ServerProcess server = server("overload", Map.of())) {
             String event = newEvent(server, 10_000);
             warmUp(server);
-            StubsClient admin = stubsAdmin();
-            admin.clearLedger();
-            Load load = open(rate, length, i -> purchase(server, event));
+            Load load;
+            int most;
+            try (StubsClient admin = stubsAdmin()) {
+                admin.clearLedger();
+                load = open(rate, length, i -> purchase(server, event));
+                most = admin.ledger().path("maxPaymentsInFlight").asInt();
+            }
             System.out.println("   " + load);
             double confirmedPerSecond = load.count(201) / load.seconds();
-            int most = admin.ledger().path("maxPaymentsInFlight").asInt();
             add("confirmed purchases/s, arrivals " + (int) rate + "/s, payment 200 ms", String.format(Locale.ROOT, "%.1f/s", confirmedPerSecond),
                 "Little's law: 20 permits / 0.2 s = 100/s", ratio(confirmedPerSecond / 100));
             add("most payment calls the provider saw at once (with calls given up at the deadline)", Integer.toString(most),
@@ -297,7 +311,11 @@ public final class Bench {
 
     /** The answers of one run, each with its intended start and its end, on one clock. */
     static final class Load {
-        record Answer(long intended, long end, int status) {
+        /** One answer as the server gave it (or a failed exchange as 599/598), when it was due and when it came. */
+        record Answer(long intended, long end, lastseat.testkit.Answer answer) {
+            int status() {
+                return answer.status();
+            }
         }
 
         final List<Answer> answers;
@@ -363,7 +381,7 @@ public final class Bench {
                 int index = i;
                 threads.submit(() -> {
                     Answer answer = request.apply(index);
-                    answers.add(new Load.Answer(intended, System.nanoTime(), answer.status()));
+                    answers.add(new Load.Answer(intended, System.nanoTime(), answer));
                 });
             }
             threads.shutdown();
@@ -380,9 +398,9 @@ public final class Bench {
         long start = System.nanoTime();
         closed(concurrency, n, i -> {
             long began = System.nanoTime();
-            int status = request.apply(i).status();
-            answers.add(new Load.Answer(began, System.nanoTime(), status));
-            return status;
+            Answer answer = request.apply(i);
+            answers.add(new Load.Answer(began, System.nanoTime(), answer));
+            return answer.status();
         });
         return new Load(new ArrayList<>(answers), start, answers.stream().mapToLong(Load.Answer::end).max().orElse(start));
     }
@@ -399,10 +417,15 @@ public final class Bench {
 
     // --- plumbing ---
 
+    /** One purchase of any one seat through the shared client; see {@link #purchase(LastseatClient, String, String)}. */
+    Answer purchase(ServerProcess server, String event) {
+        return purchase(lastseat.on(server.url()), event, "bench");
+    }
+
     /** One purchase of any one seat; a failed exchange is an answer too (599, or 598 when interrupted), counted by its status. */
-    private Answer purchase(ServerProcess server, String event) {
+    static Answer purchase(LastseatClient client, String event, String buyer) {
         try {
-            return lastseat.on(server.url()).purchaseQuantity(UUID.randomUUID().toString(), event, 1, "bench");
+            return client.purchaseQuantity(UUID.randomUUID().toString(), event, 1, buyer);
         } catch (UncheckedIOException e) {
             return failed(599, String.valueOf(e.getCause()));
         } catch (IllegalStateException e) {
@@ -422,11 +445,11 @@ public final class Bench {
         closed(20, smoke ? 20 : 200, i -> purchase(server, event).status());
     }
 
-    private String newEvent(ServerProcess server, int capacity) {
+    String newEvent(ServerProcess server, int capacity) {
         return lastseat.on(server.url()).newEvent(capacity);
     }
 
-    private ServerProcess server(String label, Map<String, String> settings) throws IOException {
+    ServerProcess server(String label, Map<String, String> settings) throws IOException {
         return ServerProcess.start(Files.createTempDirectory("lastseat-bench-" + label.replaceAll("[^A-Za-z0-9-]", "-")), stubsUri(), settings);
     }
 
@@ -435,12 +458,12 @@ public final class Bench {
         return new StubsClient(stubsUri());
     }
 
-    private URI stubsUri() {
+    URI stubsUri() {
         return URI.create("http://127.0.0.1:" + stubs.port());
     }
 
     /** Fixed delays in ms for fraud, tax and payment; the payment goes through the ledger as a provider would. */
-    private void stub(int fraud, int tax, int payment) {
+    void stub(int fraud, int tax, int payment) {
         stubs.resetToDefaultMappings();
         stubs.stubFor(post(urlPathEqualTo("/fraud/checks")).atPriority(1).willReturn(delayed(aResponse().withStatus(200)
                 .withHeader("Content-Type", "application/json").withBodyFile("fraud-check-approve.json"), fraud)));
@@ -479,7 +502,7 @@ public final class Bench {
         return Duration.ofSeconds(n);
     }
 
-    private void add(String figure, String value, String limit, String ratio) {
+    void add(String figure, String value, String limit, String ratio) {
         rows.add(new Row(figure, value, limit, ratio));
         System.out.printf("   %s: %s (%s) %s%n", figure, value, limit, ratio);
     }

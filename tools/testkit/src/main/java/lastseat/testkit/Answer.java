@@ -8,6 +8,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 
 /**
  * One HTTP answer, from lastseat ({@link LastseatClient}) or from the stubs' admin API
@@ -49,6 +50,24 @@ public record Answer(int status, Map<String, List<String>> headers, byte[] raw, 
         String timing = header("Server-Timing");
         return timing != null && timing.startsWith(APP_TIMING)
                 ? Math.round(Double.parseDouble(timing.substring(APP_TIMING.length()))) : elapsedMillis;
+    }
+
+    /**
+     * The server's own time for the answer in microseconds ({@code Server-Timing: app;dur=<ms>}, which
+     * lastseat writes to a tenth of a millisecond), from the handler's start; empty when the header is
+     * missing, so that a figure built on the server's clock never silently takes the caller's.
+     */
+    public OptionalLong serverMicros() {
+        String timing = header("Server-Timing");
+        if (timing == null || !timing.startsWith(APP_TIMING)) {
+            return OptionalLong.empty();
+        }
+        String millis = timing.substring(APP_TIMING.length()).split("[,;]", 2)[0].trim();
+        try {
+            return OptionalLong.of(Math.round(Double.parseDouble(millis) * 1000));
+        } catch (NumberFormatException e) {
+            return OptionalLong.empty();
+        }
     }
 
     /** The problem's kind ({@code seats-taken} for {@code urn:lastseat:problem:seats-taken}); "" when the body is no JSON object. */

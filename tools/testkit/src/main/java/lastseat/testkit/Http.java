@@ -7,6 +7,7 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 
 /**
@@ -14,21 +15,35 @@ import java.util.concurrent.Executors;
  * (HTTP/1.1, a virtual thread per exchange, a connect timeout) and a timeout on every request, so
  * that a server that stopped answering ends a test or a drill with an error instead of hanging it.
  *
- * <p>Hazard: the JDK client and its executor are never closed; they live as long as the JVM, so a
- * caller makes one per program or test class and shares it ({@code on(...)}), never one per request.
+ * <p>Hazard: each one holds a selector thread, its pooled connections and an executor until it is
+ * closed. A caller makes one per program or test class and shares it ({@code on(...)}); one that makes
+ * one per buyer, to give each buyer a connection of its own as real buyers have (bin/bench's cold
+ * burst), closes each when its buyer has been answered.
  */
-final class Http {
+final class Http implements AutoCloseable {
     private final HttpClient client;
+    private final ExecutorService executor;
     private final Duration requestTimeout;
 
     Http(Duration connectTimeout, Duration requestTimeout) {
+        // A burst of hundreds of buyers is hundreds of blocked exchanges: threads that cost nothing.
+        this.executor = Executors.newVirtualThreadPerTaskExecutor();
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
-                // A burst of hundreds of buyers is hundreds of blocked exchanges: threads that cost nothing.
-                .executor(Executors.newVirtualThreadPerTaskExecutor())
+                .executor(executor)
                 .connectTimeout(connectTimeout)
                 .build();
         this.requestTimeout = requestTimeout;
+    }
+
+    /**
+     * Closes the connections and the selector thread once the exchanges under way are over (each ends
+     * by its request timeout at the latest), then the executor.
+     */
+    @Override
+    public void close() {
+        client.close();
+        executor.close();
     }
 
     HttpRequest.Builder request(URI base, String path) {

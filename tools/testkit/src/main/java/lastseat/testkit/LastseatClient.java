@@ -28,8 +28,13 @@ import java.util.stream.Collectors;
  * <p>Hazard: every request has a timeout ({@link #REQUEST_TIMEOUT} unless the caller sets another),
  * and a purchase can take a deadline and more; a caller that measures bounds must use the answer's
  * own clocks ({@link Answer#serverMillis()}, {@link Answer#elapsedMillis()}), not the timeout.
+ *
+ * <p>Closing: a client made with a constructor owns its JDK client (a selector thread, pooled
+ * connections) and {@link #close()} closes it, for every view made from it with {@link #on}; closing
+ * a view does nothing. One client per program or test class is the rule; one per buyer, each closed
+ * when answered, gives every buyer a new connection (bin/bench's cold burst).
  */
-public final class LastseatClient {
+public final class LastseatClient implements AutoCloseable {
     public static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
     public static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);
     private static final ObjectMapper JSON = new ObjectMapper();
@@ -37,6 +42,8 @@ public final class LastseatClient {
 
     private final URI base;
     private final Http http;
+    /** False for a view made by {@link #on}: the JDK client is its maker's to close. */
+    private final boolean ownsHttp;
 
     /** A client of the lastseat at {@code base} (its API port), with the default timeouts. */
     public LastseatClient(URI base) {
@@ -44,17 +51,26 @@ public final class LastseatClient {
     }
 
     public LastseatClient(URI base, Duration connectTimeout, Duration requestTimeout) {
-        this(base, new Http(connectTimeout, requestTimeout));
+        this(base, new Http(connectTimeout, requestTimeout), true);
     }
 
-    private LastseatClient(URI base, Http http) {
+    private LastseatClient(URI base, Http http, boolean ownsHttp) {
         this.base = base;
         this.http = http;
+        this.ownsHttp = ownsHttp;
     }
 
     /** Another lastseat (one started after a kill, a second instance) through the same JDK client and timeouts. */
     public LastseatClient on(URI otherBase) {
-        return new LastseatClient(otherBase, http);
+        return new LastseatClient(otherBase, http, false);
+    }
+
+    /** Closes the JDK client (after the exchanges under way) if this client made it; a view from {@link #on} closes nothing. */
+    @Override
+    public void close() {
+        if (ownsHttp) {
+            http.close();
+        }
     }
 
     public URI base() {

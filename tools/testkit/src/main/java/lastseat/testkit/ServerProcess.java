@@ -156,9 +156,8 @@ public final class ServerProcess implements AutoCloseable {
     }
 
     private void awaitHealthy() {
-        LastseatClient client = new LastseatClient(url, Duration.ofSeconds(1), Duration.ofSeconds(2));
         long until = System.nanoTime() + START_WAIT.toNanos();
-        try {
+        try (LastseatClient client = new LastseatClient(url, Duration.ofSeconds(1), Duration.ofSeconds(2))) {
             while (System.nanoTime() < until) {
                 if (!process.isAlive()) {
                     throw new IllegalStateException("lastseat stopped while starting: " + tail());

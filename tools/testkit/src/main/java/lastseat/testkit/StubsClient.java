@@ -18,7 +18,7 @@ import java.util.List;
  * have none, and a drill reading an empty ledger would judge nothing. {@link #reset()} refuses them
  * loudly rather than let a drill pass on no evidence.
  */
-public final class StubsClient {
+public final class StubsClient implements AutoCloseable {
     public static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
     /** The journal of a long campaign is large; reading it can take a while on a busy machine. */
     public static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(60);
@@ -34,6 +34,12 @@ public final class StubsClient {
 
     public URI base() {
         return base;
+    }
+
+    /** Closes its JDK client once the exchanges under way are over. */
+    @Override
+    public void close() {
+        http.close();
     }
 
     /** File mappings only, scenarios at their start, an empty journal and ledger. */

@@ -1,0 +1,362 @@
+package lastseat.bench;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
+import lastseat.testkit.ServerProcess;
+import lastseat.testkit.Together;
+import org.HdrHistogram.Histogram;
+
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+
+/**
+ * {@code bin/bench onsale} (issue 11): what a real on-sale does to one lastseat, in the order it does it.
+ * Stubs: fraud 100 ms, tax 150 ms, payment 200 ms, so the critical path is 350 ms and the payment
+ * ceiling 20 permits / 0.2 s = 100 confirmed purchases/s. The server runs with the product's defaults.
+ *
+ * <ol>
+ *   <li><b>Cold burst.</b> A server started seconds ago, never warmed up by the benchmark. Each of 5
+ *       rounds makes a 1-seat event and releases 100 buyers together, each on a new connection of its
+ *       own (its own JDK client), as real buyers arrive. The truth is 1 × 201 and 99 × 409.</li>
+ *   <li><b>Overload.</b> Open-model arrivals at 5 × the ceiling (500/s) for 20 s on an event with
+ *       plenty of seats: confirmed/s against 0.9 × the ceiling, the share of 202s (≤ 1 %), the 503s'
+ *       server time (Server-Timing, ≤ 50 ms), and lastseat's CPU per confirmed purchase (≤ 3 ms).</li>
+ *   <li><b>Light load.</b> 40/s for 10 s: p50 ≤ 1.05 × and p99 ≤ 1.2 × the path, CPU per confirmed ≤ 3 ms.</li>
+ *   <li><b>{@code --postgres}.</b> Two instances on one fresh PostgreSQL database, 300 buyers at once
+ *       (half to each, new connections) for 30 seats: 30 × 201 and 270 × 409, no 5xx. Then the light
+ *       load against one of them, the other stopped, for the CPU per confirmed purchase on PostgreSQL.</li>
+ * </ol>
+ *
+ * <p>CPU is lastseat's process CPU (utime + stime from {@code /proc/<pid>/stat}) from the phase's start
+ * until the server has settled: no purchase left {@code PAYMENT_UNKNOWN} and no outbox row pending, polled
+ * through its own routes with a bounded wait, so the reconciliation and the emails a phase causes are
+ * counted in it. It is divided by the seats the phase's event has sold once settled, which counts the
+ * purchases the reconciler confirmed after a 202 too.
+ */
+final class OnSale {
+    private static final double PATH_MS = 350;
+    private static final double CEILING = 20 / 0.2;
+    private static final double CPU_LIMIT_MS = 3;
+
+    private final Bench bench;
+    private final boolean smoke;
+    private final boolean postgres;
+
+    OnSale(Bench bench, boolean postgres) {
+        this.bench = bench;
+        this.smoke = bench.smoke;
+        this.postgres = postgres;
+    }
+
+    void run() throws Exception {
+        bench.stub(100, 150, 200);
+        System.out.println("   load average at the start: " + loadAverage() + "; clock ticks per second " + ProcessCpu.TICKS_PER_SECOND);
+        try (ServerProcess server = bench.server("onsale", Map.of())) {
+            coldBurst(server);
+            System.out.println("   after the burst: " + settle(server));
+            overload(server);
+            light(server, "H2 file");
+        }
+        if (postgres) {
+            twoInstancesOnPostgres();
+        }
+        System.out.println("   load average at the end: " + loadAverage());
+    }
+
+    // --- the phases ---
+
+    private void coldBurst(ServerProcess server) throws InterruptedException {
+        int rounds = smoke ? 2 : 5;
+        int buyers = smoke ? 10 : 100;
+        int exact = 0;
+        for (int round = 1; round <= rounds; round++) {
+            String event = bench.newEvent(server, 1);
+            long start = System.nanoTime();
+            List<Answer> answers = burst(buyers, i -> server.url(), event, "round" + round);
+            double seconds = (System.nanoTime() - start) / 1e9;
+            boolean truth = count(answers, 201) == 1 && count(answers, 409) == buyers - 1;
+            exact += truth ? 1 : 0;
+            System.out.printf(Locale.ROOT, "   cold burst round %d: %s in %.2f s; kinds %s; slowest server time %s%s%n", round,
+                              statuses(answers), seconds, kinds(answers), slowestServerTime(answers), truth ? "" : "  <-- not the truth");
+        }
+        bench.add("cold burst: rounds answered exactly 1 × 201 + " + (buyers - 1) + " × 409 (" + buyers
+                  + " buyers on new connections at a 1-seat event, server not warmed up)", exact + " of " + rounds,
+                  "every round", Bench.ratio(exact / (double) rounds));
+    }
+
+    private void overload(ServerProcess server) throws Exception {
+        double rate = smoke ? 20 : 5 * CEILING;
+        Duration length = Duration.ofSeconds(smoke ? 1 : 20);
+        String event = bench.newEvent(server, 10_000);
+        double cpuBefore = ProcessCpu.millis(server.pid());
+        Bench.Load load = Bench.open(rate, length, i -> bench.purchase(server, event));
+        Settled settled = settle(server);
+        double cpu = ProcessCpu.millis(server.pid()) - cpuBefore;
+        int sold = client(server).event(event).path("sold").asInt();
+        System.out.println("   overload: " + load);
+        System.out.println("   overload answers by kind: " + kinds(load.answers.stream().map(Bench.Load.Answer::answer).toList()));
+        System.out.printf(Locale.ROOT, "   overload: %.0f ms of lastseat CPU until settled (%s), %d seats sold (%d answered 201)%n",
+                          cpu, settled, sold, load.count(201));
+
+        String phase = "on-sale overload, " + (int) rate + " arrivals/s for " + length.toSeconds() + " s (5 × the ceiling)";
+        double confirmedPerSecond = load.count(201) / load.seconds();
+        double goal = 0.9 * CEILING;
+        bench.add(phase + ": confirmed/s (answered 201)", String.format(Locale.ROOT, "%.1f/s", confirmedPerSecond),
+                  String.format(Locale.ROOT, "0.9 × 20 permits / 0.2 s = %.0f/s", goal), Bench.ratio(confirmedPerSecond / goal));
+        double share = load.total() == 0 ? Double.NaN : load.count(202) / (double) load.total();
+        bench.add(phase + ": share of answers 202 (payment unknown)", String.format(Locale.ROOT, "%.1f %%", share * 100), "1 %",
+                  Bench.ratio(share / 0.01));
+        Histogram shed = new Histogram(TimeUnit.MINUTES.toMicros(5), 3);
+        int untimed = 0;
+        for (Bench.Load.Answer a : load.answers) {
+            if (a.status() == 503) {
+                var micros = a.answer().serverMicros();
+                if (micros.isPresent()) {
+                    shed.recordValue(Math.max(0, micros.getAsLong()));
+                } else {
+                    untimed++;
+                }
+            }
+        }
+        if (untimed > 0) {
+            System.out.println("   overload: " + untimed + " answers 503 carried no Server-Timing and are left out of its figures");
+        }
+        if (shed.getTotalCount() == 0) {
+            bench.add(phase + ": 503 server time p99", "— (no 503 with Server-Timing)", "50 ms", "");
+            bench.add(phase + ": 503 server time max", "—", "50 ms", "");
+        } else {
+            bench.add(phase + ": 503 server time p99 (Server-Timing, " + shed.getTotalCount() + " answers)",
+                      Bench.ms(shed.getValueAtPercentile(99)), "50 ms", Bench.ratio(shed.getValueAtPercentile(99) / 1000.0 / 50));
+            bench.add(phase + ": 503 server time max", Bench.ms(shed.getMaxValue()), "50 ms", Bench.ratio(shed.getMaxValue() / 1000.0 / 50));
+        }
+        bench.add(phase + ": answers by status", statuses(load.answers.stream().map(Bench.Load.Answer::answer).toList()).toString(), "", "");
+        addCpuRow(phase + ": lastseat CPU per confirmed purchase (H2 file)", cpu, sold, settled);
+    }
+
+    /** The light load on a settled server: latency of the confirmed purchases against the path, and CPU per confirmed. */
+    private void light(ServerProcess server, String database) throws Exception {
+        double rate = smoke ? 10 : 40;
+        Duration length = Duration.ofSeconds(smoke ? 1 : 10);
+        String event = bench.newEvent(server, 10_000);
+        double cpuBefore = ProcessCpu.millis(server.pid());
+        Bench.Load load = Bench.open(rate, length, i -> bench.purchase(server, event));
+        Settled settled = settle(server);
+        double cpu = ProcessCpu.millis(server.pid()) - cpuBefore;
+        int sold = client(server).event(event).path("sold").asInt();
+        System.out.println("   light (" + database + "): " + load);
+        System.out.printf(Locale.ROOT, "   light (%s): %.0f ms of lastseat CPU until settled (%s), %d seats sold (%d answered 201)%n",
+                          database, cpu, settled, sold, load.count(201));
+
+        String phase = "on-sale light load, " + (int) rate + "/s for " + length.toSeconds() + " s";
+        if (database.equals("H2 file")) {
+            Histogram confirmed = load.latency(201);
+            double p50 = 1.05 * PATH_MS;
+            double p99 = 1.2 * PATH_MS;
+            if (confirmed.getTotalCount() == 0) {
+                bench.add(phase + ": p50 purchase latency", "— (none confirmed)", "1.05 × critical path 350 ms = 367.5 ms", "");
+                bench.add(phase + ": p99 purchase latency", "— (none confirmed)", "1.2 × critical path 350 ms = 420 ms", "");
+            } else {
+                bench.add(phase + ": p50 purchase latency", Bench.ms(confirmed.getValueAtPercentile(50)),
+                          "1.05 × critical path 350 ms = 367.5 ms", Bench.ratio(confirmed.getValueAtPercentile(50) / 1000.0 / p50));
+                bench.add(phase + ": p99 purchase latency", Bench.ms(confirmed.getValueAtPercentile(99)),
+                          "1.2 × critical path 350 ms = 420 ms", Bench.ratio(confirmed.getValueAtPercentile(99) / 1000.0 / p99));
+            }
+        }
+        addCpuRow(phase + ": lastseat CPU per confirmed purchase (" + database + ")", cpu, sold, settled);
+    }
+
+    /**
+     * Two instances on one fresh PostgreSQL database, neither warmed up: 300 buyers released together
+     * for 30 seats, every other one at the other instance, each on a new connection. Then the second
+     * instance is stopped (its workers share the database and would do the first one's background work)
+     * and the light load runs against the first.
+     */
+    private void twoInstancesOnPostgres() throws Exception {
+        int seats = smoke ? 2 : 30;
+        int buyers = seats * 10;
+        String phase = "on-sale, two instances on one PostgreSQL, " + buyers + " buyers at once for " + seats + " seats";
+        String pg = PostgresBench.freshDatabase();
+        if (pg == null) {
+            System.out.println("   *** PostgreSQL is not reachable at 127.0.0.1:5432: the PostgreSQL part of the on-sale did NOT run ***");
+            bench.add(phase, "— (PostgreSQL not reachable at 127.0.0.1:5432)", seats + " × 201, " + (buyers - seats) + " × 409", "");
+            return;
+        }
+        try {
+            Map<String, String> settings = Map.of("db.url", pg, "db.user", "postgres", "db.password", "");
+            Path dir = Files.createTempDirectory("lastseat-bench-onsale-pg");
+            try (ServerProcess a = ServerProcess.start(dir.resolve("a"), bench.stubsUri(), settings);
+                 ServerProcess b = ServerProcess.start(dir.resolve("b"), bench.stubsUri(), settings)) {
+                String event = bench.newEvent(a, seats);
+                long start = System.nanoTime();
+                List<Answer> answers = burst(buyers, i -> i % 2 == 0 ? a.url() : b.url(), event, "pg");
+                double seconds = (System.nanoTime() - start) / 1e9;
+                List<Answer> atA = new ArrayList<>();
+                List<Answer> atB = new ArrayList<>();
+                for (int i = 0; i < answers.size(); i++) {
+                    (i % 2 == 0 ? atA : atB).add(answers.get(i));
+                }
+                System.out.printf(Locale.ROOT, "   two instances: %s in %.2f s; kinds %s; instance A %s, instance B %s; slowest server time %s%n",
+                                  statuses(answers), seconds, kinds(answers), statuses(atA), statuses(atB), slowestServerTime(answers));
+                int fiveHundreds = (int) answers.stream().filter(x -> x.status() >= 500).count();
+                bench.add(phase + ": answered 201", Integer.toString(count(answers, 201)), "exactly " + seats,
+                          Bench.ratio(count(answers, 201) / (double) seats));
+                bench.add(phase + ": answered 409", Integer.toString(count(answers, 409)), "exactly " + (buyers - seats),
+                          Bench.ratio(count(answers, 409) / (double) (buyers - seats)));
+                bench.add(phase + ": answered 5xx", Integer.toString(fiveHundreds), "0", "");
+                System.out.println("   two instances: sold after the burst " + client(a).event(event).path("sold").asInt() + " of " + seats
+                                   + "; " + settle(a));
+                b.close();
+                light(a, "PostgreSQL");
+            }
+        } finally {
+            PostgresBench.drop(pg);
+        }
+    }
+
+    // --- plumbing ---
+
+    /**
+     * {@code n} buyers of one seat each, released together, buyer {@code i} at {@code target(i)} on a JDK
+     * client of its own (so a connection of its own), made before the release and closed after the answers.
+     */
+    private static List<Answer> burst(int n, IntFunction<URI> target, String event, String label) throws InterruptedException {
+        List<LastseatClient> clients = new ArrayList<>(n);
+        try {
+            for (int i = 0; i < n; i++) {
+                clients.add(new LastseatClient(target.apply(i), LastseatClient.CONNECT_TIMEOUT, Duration.ofSeconds(60)));
+            }
+            return Together.run(n, i -> Bench.purchase(clients.get(i), event, label + "-buyer-" + i), Duration.ofMinutes(3));
+        } finally {
+            clients.forEach(LastseatClient::close);
+        }
+    }
+
+    /** What settling found: whether it did, how long it took, what was left. */
+    record Settled(boolean done, double seconds, int unknown, int pending) {
+        @Override
+        public String toString() {
+            return done ? String.format(Locale.ROOT, "settled in %.1f s", seconds)
+                        : String.format(Locale.ROOT, "NOT settled after %.0f s: %d PAYMENT_UNKNOWN, %d outbox rows pending",
+                                        seconds, unknown, pending);
+        }
+    }
+
+    /** Polls the server's own routes until no purchase is PAYMENT_UNKNOWN and no outbox row pending; bounded. */
+    private Settled settle(ServerProcess server) throws InterruptedException {
+        LastseatClient client = client(server);
+        long start = System.nanoTime();
+        long until = start + Duration.ofSeconds(smoke ? 30 : 180).toNanos();
+        while (true) {
+            int unknown = client.purchasesIn("PAYMENT_UNKNOWN").path("count").asInt();
+            JsonNode outbox = client.outbox("pending");
+            int pending = outbox.path("count").asInt();
+            double seconds = (System.nanoTime() - start) / 1e9;
+            if (unknown == 0 && pending == 0) {
+                return new Settled(true, seconds, 0, 0);
+            }
+            if (System.nanoTime() > until) {
+                Settled left = new Settled(false, seconds, unknown, pending);
+                System.out.println("   *** " + left + " ***");
+                return left;
+            }
+            Thread.sleep(250);
+        }
+    }
+
+    private void addCpuRow(String figure, double cpuMillis, int sold, Settled settled) {
+        String value = sold == 0 ? "— (none sold)" : String.format(Locale.ROOT, "%.1f ms", cpuMillis / sold);
+        if (!settled.done()) {
+            value += " (not settled)";
+        }
+        bench.add(figure, value, "3 ms", sold == 0 ? "" : Bench.ratio(cpuMillis / sold / CPU_LIMIT_MS));
+    }
+
+    private LastseatClient client(ServerProcess server) {
+        return bench.lastseat.on(server.url());
+    }
+
+    private static int count(List<Answer> answers, int status) {
+        return (int) answers.stream().filter(a -> a.status() == status).count();
+    }
+
+    /** Answers by status, e.g. {201=1, 409=99}. */
+    static Map<Integer, Integer> statuses(List<Answer> answers) {
+        Map<Integer, Integer> statuses = new TreeMap<>();
+        answers.forEach(a -> statuses.merge(a.status(), 1, Integer::sum));
+        return statuses;
+    }
+
+    /** Answers by status and problem kind, e.g. {201=1, 409 seats-taken=98, 503 overloaded=1}. */
+    static Map<String, Integer> kinds(List<Answer> answers) {
+        Map<String, Integer> kinds = new TreeMap<>();
+        for (Answer a : answers) {
+            String kind;
+            if (a.status() >= 598) {
+                kind = a.status() + " " + new String(a.raw(), StandardCharsets.UTF_8);
+            } else {
+                String type = a.status() < 300 ? "" : a.type();
+                kind = type.isEmpty() ? Integer.toString(a.status()) : a.status() + " " + type;
+            }
+            kinds.merge(kind, 1, Integer::sum);
+        }
+        return kinds;
+    }
+
+    private static String slowestServerTime(List<Answer> answers) {
+        return answers.stream().map(Answer::serverMicros).filter(java.util.OptionalLong::isPresent)
+                .mapToLong(java.util.OptionalLong::getAsLong).max().stream().mapToObj(Bench::ms).findFirst().orElse("—");
+    }
+
+    private static String loadAverage() {
+        try {
+            return Files.readString(Path.of("/proc/loadavg")).trim();
+        } catch (IOException e) {
+            return "(unknown: " + e.getMessage() + ")";
+        }
+    }
+
+    /** A process's CPU time: utime + stime from {@code /proc/<pid>/stat}, in clock ticks of {@code getconf CLK_TCK}. */
+    static final class ProcessCpu {
+        static final long TICKS_PER_SECOND = clockTicks();
+
+        private ProcessCpu() {
+        }
+
+        static double millis(long pid) throws IOException {
+            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            // The command name (field 2) is in parentheses and may hold spaces; fields 3… follow the last ')'.
+            String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split("\\s+");
+            long utime = Long.parseLong(fields[14 - 3]);
+            long stime = Long.parseLong(fields[15 - 3]);
+            return (utime + stime) * 1000.0 / TICKS_PER_SECOND;
+        }
+
+        private static long clockTicks() {
+            try {
+                Process p = new ProcessBuilder("getconf", "CLK_TCK").redirectErrorStream(true).start();
+                String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
+                if (p.waitFor(5, TimeUnit.SECONDS) && p.exitValue() == 0) {
+                    return Long.parseLong(out);
+                }
+            } catch (IOException | NumberFormatException e) {
+                // below
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            System.out.println("   getconf CLK_TCK did not answer; taking 100 clock ticks per second (Linux's USER_HZ)");
+            return 100;
+        }
+    }
+}
