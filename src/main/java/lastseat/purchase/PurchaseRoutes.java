@@ -176,22 +176,10 @@ public final class PurchaseRoutes implements HttpService {
      * only seats still free at the end, or plenty of them, make it 503 with Retry-After.
      */
     private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark, ServerResponse response) {
-        if (keys.known(key)) {
-            IdempotencyKeys.Claim claim = keys.claim(key, IdempotencyKeys.fingerprint(body));
-            switch (claim) {
-                case IdempotencyKeys.Claim.Fresh fresh -> end(key, keys.forget(key, fresh.token()));
-                // Its process stopped before answering; the retry that has a place resumes it.
-                case IdempotencyKeys.Claim.Abandoned abandoned -> {
-                }
-                default -> {
-                    return new Turn.Told(answered(key, claim, response));
-                }
-            }
-        }
         try {
             admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
-            Purchases.Seen seen = purchases.seen(order);
-            if (seen.gone().isEmpty() && seen.free() - order.quantity() < admission.capacity() - admission.available()) {
+            Purchases.Seen seen = seen(order);
+            if (seen.gone().isEmpty() && seen.free() - order.quantity() < running()) {
                 // So few seats left that those running may take them all: the answer is likely 409 in a
                 // moment, not 503 now. A place comes back as soon as one of them ends.
                 Optional<Admission.Permit> permit = admission.claim(deadline.remaining().minus(pace.margin()));
@@ -201,13 +189,78 @@ public final class PurchaseRoutes implements HttpService {
                 seen = purchases.seen(order);
             }
             if (seen.gone().isPresent()) {
+                // Its own earlier request may be what took them: a key used before gets its own answer.
+                Optional<Turn> used = usedBefore(key, body, response);
+                if (used.isPresent()) {
+                    return used.get();
+                }
                 return new Turn.Told(answers.of(new PurchaseOutcome.Refused(seen.gone().get())));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
+        // Seats free and no place: try again later (a retry of a key used before learns its answer then).
         return new Turn.Told(admission.available() == 0 ? answers.tooMany(admission.capacity())
                 : answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded())));
+    }
+
+    /** The answer a key used before gets without a place (a replay, in flight, reused); empty for a new key. */
+    private Optional<Turn> usedBefore(String key, byte[] body, ServerResponse response) {
+        if (!keys.known(key)) {
+            return Optional.empty();
+        }
+        IdempotencyKeys.Claim claim = keys.claim(key, IdempotencyKeys.fingerprint(body));
+        return switch (claim) {
+            case IdempotencyKeys.Claim.Fresh fresh -> {
+                end(key, keys.forget(key, fresh.token()));
+                yield Optional.empty();
+            }
+            // Its process stopped before answering; the retry that has a place resumes it.
+            case IdempotencyKeys.Claim.Abandoned abandoned -> Optional.empty();
+            default -> Optional.of(new Turn.Told(answered(key, claim, response)));
+        };
+    }
+
+    private int running() {
+        return admission.capacity() - admission.available();
+    }
+
+    /** How recently a read of an event's free seats may stand in for a new one, when it showed plenty. */
+    private static final Duration PLENTY_FRESH = Duration.ofMillis(100);
+    /** The most events whose last count of free seats is kept. */
+    private static final int PLENTY_EVENTS = 1000;
+    private final Map<String, Plenty> plenty = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** An event's free seats as read at {@code atNanos}, when {@code admitted} purchases had been admitted. */
+    private record Plenty(int free, long atNanos, long admitted) {
+    }
+
+    /**
+     * What a read says of the order's seats, or, for a quantity, a read of the last {@link #PLENTY_FRESH}
+     * that showed so many free seats that even every purchase admitted since, each taking the most seats
+     * a purchase may, could not have left too few: under an overload with plenty of seats every refused
+     * buyer would otherwise read the database, and take its connections from the purchases running.
+     * (Another instance's sales are bounded by the freshness alone.)
+     */
+    private Purchases.Seen seen(Order order) {
+        if (!order.namesSeats()) {
+            Plenty known = plenty.get(order.eventId());
+            if (known != null && System.nanoTime() - known.atNanos() < PLENTY_FRESH.toNanos()) {
+                long atMost = (admission.mark() - known.admitted()) * config.maxSeats();
+                if (known.free() - atMost - order.quantity() >= running()) {
+                    return new Purchases.Seen(Optional.empty(), (int) (known.free() - atMost));
+                }
+            }
+        }
+        long admitted = admission.mark();
+        Purchases.Seen seen = purchases.seen(order);
+        if (!order.namesSeats()) {
+            if (plenty.size() >= PLENTY_EVENTS) {
+                plenty.clear();
+            }
+            plenty.put(order.eventId(), new Plenty(seen.free(), System.nanoTime(), admitted));
+        }
+        return seen;
     }
 
     /** What the flow tells the permit: the reservation is made; the payment starts after this long. */
