@@ -171,7 +171,7 @@ public final class PurchaseRoutes implements HttpService {
      * A purchase given no place: nothing is reserved and no key is stored. A key used before gets its
      * own answer (a replay, in flight, reused). Otherwise, once the purchases admitted before it
      * ({@code mark}) have made their reservations, a read says whether its seats are gone — 409, the
-     * truth, even when busy. If they are free but fewer than the purchases running could take, it
+     * truth, even when busy. If a quantity is asked for and fewer seats are free than the purchases running could take, it
      * waits for a place while its deadline allows (then it runs, and its reservation tells the truth);
      * only seats still free at the end, or plenty of them, make it 503 with Retry-After.
      */
@@ -179,9 +179,11 @@ public final class PurchaseRoutes implements HttpService {
         try {
             admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
             Purchases.Seen seen = seen(order);
-            if (seen.gone().isEmpty() && seen.free() - order.quantity() < running()) {
+            if (seen.gone().isEmpty() && !order.namesSeats() && admission.available() > 0
+                && seen.free() - order.quantity() < running()) {
                 // So few seats left that those running may take them all: the answer is likely 409 in a
-                // moment, not 503 now. A place comes back as soon as one of them ends.
+                // moment, not 503 now. A place comes back as soon as one of them ends. (Named seats that
+                // are free now are not what those running wanted; at the process's own cap, no waiting.)
                 Optional<Admission.Permit> permit = admission.claim(deadline.remaining().minus(pace.margin()));
                 if (permit.isPresent()) {
                     return new Turn.Go(permit.get());
