@@ -92,6 +92,16 @@ public final class PurchaseRoutes implements HttpService {
 
     private void purchase(ServerRequest request, ServerResponse response) {
         long arrived = System.nanoTime();
+        try {
+            purchase(request, response, arrived);
+        } catch (RuntimeException e) {
+            // Answered by the error chain (a busy database, a bad body): its time is the server's time too.
+            serverTiming(response, arrived);
+            throw e;
+        }
+    }
+
+    private void purchase(ServerRequest request, ServerResponse response, long arrived) {
         Deadline deadline = Deadline.after(config.deadline(), arrived);
         String key = IdempotencyKeys.require(request.headers().first(HeaderNames.create("Idempotency-Key")));
         Bodies.requireJson(request);
