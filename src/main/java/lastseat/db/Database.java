@@ -18,9 +18,11 @@ import java.sql.SQLException;
  */
 public final class Database implements AutoCloseable {
     private final HikariDataSource pool;
+    private final H2Compaction compaction;
 
-    private Database(HikariDataSource pool) {
+    private Database(HikariDataSource pool, H2Compaction compaction) {
         this.pool = pool;
+        this.compaction = compaction;
     }
 
     public static Database open(DbConfig config) {
@@ -39,11 +41,11 @@ public final class Database implements AutoCloseable {
             Flyway.configure().dataSource(pool).locations("classpath:db/migration")
                     .javaMigrations(new V3__Payment_unresolved())
                     .load().migrate();
+            return new Database(pool, H2Compaction.startIfNeeded(pool, hikari.getJdbcUrl(), config.h2CompactionInterval()));
         } catch (RuntimeException e) {
             pool.close();
             throw e;
         }
-        return new Database(pool);
     }
 
     /**
@@ -57,6 +59,9 @@ public final class Database implements AutoCloseable {
      * does not close; the interrupt stays set). A {@code jdbc:h2:file:} URL becomes
      * {@code jdbc:h2:async:…;WRITE_DELAY=0} — the same file. (H2 does not fsync: a power cut can still
      * lose the last commits; PostgreSQL is the answer there.)
+     *
+     * <p>WRITE_DELAY=0 also means that H2 runs no background writer, which is what compacts its file:
+     * {@link H2Compaction} does that instead.
      */
     static String durable(String url) {
         String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length()) : url;
@@ -182,8 +187,12 @@ public final class Database implements AutoCloseable {
         return pool.getMaximumPoolSize();
     }
 
+    /** Stops the H2 file's compaction, then closes the pool (and with its last connection, an H2 database). */
     @Override
     public void close() {
+        if (compaction != null) {
+            compaction.close();
+        }
         pool.close();
     }
 
