@@ -61,12 +61,18 @@ public final class Database implements AutoCloseable {
      * lose the last commits; PostgreSQL is the answer there.)
      *
      * <p>WRITE_DELAY=0 also means that H2 runs no background writer, which is what compacts its file:
-     * {@link H2Compaction} does that instead.
+     * {@link H2Compaction} does that instead. And each commit then writes its own chunk of pages;
+     * {@code COMPRESS=TRUE} (LZF: the rows' JSON and UUIDs shrink well) about halves what the compacted
+     * file keeps, for some CPU at each commit (docs/BENCHMARKS.md). A setting named in the URL is left as
+     * it is ({@code ;COMPRESS=FALSE} turns compression off).
      */
     static String durable(String url) {
         String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length()) : url;
         if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("WRITE_DELAY")) {
             durable += ";WRITE_DELAY=0";
+        }
+        if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains(";COMPRESS=")) {
+            durable += ";COMPRESS=TRUE";
         }
         if (durable.startsWith("jdbc:h2:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("DB_CLOSE_ON_EXIT")) {
             // H2's own shutdown hook would close the database while purchases still drain; Main closes the pool last.
