@@ -260,8 +260,11 @@ public final class Inventory {
         List<String> claimed = new ArrayList<>(quantity);
         try (PreparedStatement claim = claimStatement(c);
              PreparedStatement candidates = c.prepareStatement(
+                     // Ordered by the whole index (event and state are fixed, so it is seat order): H2 then
+                     // reads the first rows of the index and stops; "ORDER BY position" alone made it read
+                     // and sort every free seat of the event, each purchase (29 % of the CPU of bin/bench onsale).
                      "SELECT label, position FROM seats WHERE event_id = ? AND state = 'AVAILABLE' AND position > ? "
-                     + "ORDER BY position FETCH FIRST ? ROWS ONLY")) {
+                     + "ORDER BY event_id, state, position FETCH FIRST ? ROWS ONLY")) {
             int after = 0;
             for (int round = 0; round < purchase.reserveRounds() && claimed.size() < quantity; round++) {
                 List<SeatPosition> found = new ArrayList<>();
@@ -347,6 +350,16 @@ public final class Inventory {
     /** The named seats of {@code order} held or sold now, in seat order. */
     public List<String> taken(Order order) {
         return db.read(c -> positions(c, order.eventId(), order.seats(), true).stream().map(SeatPosition::label).toList());
+    }
+
+    /**
+     * Seats of the event AVAILABLE now, counted up to {@code enough} at most: an index range that stops
+     * early, cheap however large the event. (A hold past its expiry is not counted: this may say fewer
+     * than {@link #available} would, never more.)
+     */
+    public int freeUpTo(String eventId, int enough) {
+        return db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM (SELECT 1 FROM seats WHERE event_id = ? AND state = 'AVAILABLE' "
+                                        + "FETCH FIRST ? ROWS ONLY) x", rs -> rs.getInt(1), eventId, enough).getFirst());
     }
 
     /** Seats of the event free now, an expired hold counted as free. */

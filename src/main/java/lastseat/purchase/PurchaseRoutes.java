@@ -198,7 +198,7 @@ public final class PurchaseRoutes implements HttpService {
                 if (permit.isPresent()) {
                     return new Turn.Go(permit.get());
                 }
-                seen = purchases.seen(order);
+                seen = purchases.seen(order, enough(order));
             }
             if (seen.gone().isPresent()) {
                 // Its own earlier request may be what took them: a key used before gets its own answer.
@@ -233,6 +233,11 @@ public final class PurchaseRoutes implements HttpService {
         };
     }
 
+    /** Free seats that make a quantity plenty: more than every purchase running could take with it. */
+    private int enough(Order order) {
+        return order.quantity() + running() * config.maxSeats() + 1;
+    }
+
     private int running() {
         return admission.capacity() - admission.available();
     }
@@ -265,7 +270,7 @@ public final class PurchaseRoutes implements HttpService {
             }
         }
         long admitted = admission.mark();
-        Purchases.Seen seen = purchases.seen(order);
+        Purchases.Seen seen = purchases.seen(order, enough(order));
         if (!order.namesSeats()) {
             if (plenty.size() >= PLENTY_EVENTS) {
                 plenty.clear();

@@ -122,18 +122,24 @@ public final class Purchases {
     /**
      * What a read alone (no seat touched, nothing written) says of {@code order} now: why it cannot be
      * had ({@code gone}: its named seats are held or sold, or fewer seats are free than it asks for),
-     * and how many seats of the event are free ({@code free}; for named seats, how many of those are).
-     * It promises nothing about a moment later.
+     * and how many seats are free ({@code free}: of a quantity's event, counted up to {@code enough} —
+     * a count that stops there; of named seats, how many of those are). It promises nothing about a
+     * moment later.
      */
     public record Seen(Optional<PurchaseOutcome.Refusal> gone, int free) {
     }
 
-    public Seen seen(Order order) {
+    public Seen seen(Order order, int enough) {
         if (order.namesSeats()) {
             List<String> taken = inventory.taken(order);
             return taken.isEmpty() ? new Seen(Optional.empty(), order.seats().size())
                     : new Seen(Optional.of(new PurchaseOutcome.Refusal.SeatsTaken(taken)), order.seats().size() - taken.size());
         }
+        int atLeast = inventory.freeUpTo(order.eventId(), Math.max(enough, order.quantity()));
+        if (atLeast >= Math.max(enough, order.quantity())) {
+            return new Seen(Optional.empty(), atLeast);
+        }
+        // Few left: count them exactly, a hold past its expiry as free.
         int free = inventory.available(order.eventId());
         return new Seen(free < order.quantity() ? Optional.of(new PurchaseOutcome.Refusal.SoldOut(order.quantity(), free))
                                                 : Optional.empty(), free);
