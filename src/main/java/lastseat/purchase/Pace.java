@@ -64,8 +64,16 @@ final class Pace {
             // longer (the time is spent here, for CPU and connections). Keep the permits fed, no more.
             return permits;
         }
-        return (int) Math.min(Integer.MAX_VALUE, Math.ceilDiv(permits * (path + Math.min(room, call)), call));
+        long planned = Math.ceilDiv(permits * (path + Math.min(room, call)), call);
+        // A provider that answers much faster than the way to it is not the narrow door: this process's
+        // CPU and connections are, and the formula would admit hundreds at once (with 0 ms stubs, ~240),
+        // all slowing each other past the deadline. Twice the permits is what two cores carried through
+        // a burst in time (docs/BENCHMARKS.md); a provider slower than the way to it never reaches it.
+        return (int) Math.min(planned, MOST_PER_PERMIT * (long) permits);
     }
+
+    /** The most purchases under way per payment permit, whatever the formula says. */
+    static final int MOST_PER_PERMIT = 2;
 
     /**
      * How long a purchase that has spent {@code elapsed} of its deadline may wait for a place, as

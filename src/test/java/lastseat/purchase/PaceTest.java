@@ -32,19 +32,22 @@ class PaceTest {
     }
 
     @Test
-    void theLimitIsThePermitsTimesThePathAndOneCallOfQueueOverTheCallTime() {
+    void theLimitIsThePermitsTimesThePathAndOneCallOfQueueOverTheCallTimeAndAtMostTwiceThePermits() {
         measureToPayment(20, 150);
 
-        // 20 × (150 + 200 + 200) / 200 = 55: enough to keep 20 calls going and one round waiting.
-        assertThat(pace.limit()).isEqualTo(55);
+        // 20 × (150 + 200 + 200) / 200 = 55, more than twice the permits: 40.
+        assertThat(pace.limit()).isEqualTo(2 * PERMITS);
+        callTime.set(Duration.ofMillis(1));
+        assertThat(pace.limit()).as("a provider far faster than the way to it is not the narrow door").isEqualTo(2 * PERMITS);
     }
 
     @Test
     void aDeadlineWithLittleRoomAllowsLessQueue() {
-        measureToPayment(20, 450);
+        measureToPayment(20, 150);
+        callTime.set(Duration.ofMillis(500));
 
-        // room = 800 - 50 - 450 - 200 = 100 ms of queue: 20 × (650 + 100) / 200 = 75.
-        assertThat(pace.limit()).isEqualTo(75);
+        // room = 800 - 50 - 150 - 500 = 100 ms of queue, not a whole call: 20 × (650 + 100) / 500 = 30.
+        assertThat(pace.limit()).isEqualTo(30);
         assertThat(pace.waitFor(Duration.ZERO, 1)).as("no room left to wait for a place").isZero();
     }
 
@@ -78,7 +81,7 @@ class PaceTest {
 
         callTime.set(Duration.ofMillis(400));
 
-        // room = 800 - 50 - 550 = 200: 20 × (550 + 200) / 400 = 38.
+        // room = 800 - 50 - 550 = 200: 20 × (550 + 200) / 400 = 38, down from 40.
         assertThat(pace.limit()).isLessThan(before).isEqualTo(38);
     }
 
