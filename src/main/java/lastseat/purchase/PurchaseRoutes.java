@@ -181,7 +181,7 @@ public final class PurchaseRoutes implements HttpService {
      * A purchase given no place: nothing is reserved and no key is stored. A key used before gets its
      * own answer (a replay, in flight, reused). Otherwise, once the purchases admitted before it
      * ({@code mark}) have made their reservations, a read says whether its seats are gone — 409, the
-     * truth, even when busy. If a quantity is asked for and fewer seats are free than the purchases running could take, it
+     * truth, even when busy. If a quantity is asked for and fewer seats are free than the purchases this process may run, it
      * waits for a place while its deadline allows (then it runs, and its reservation tells the truth);
      * only seats still free at the end, or plenty of them, make it 503 with Retry-After.
      */
@@ -190,9 +190,9 @@ public final class PurchaseRoutes implements HttpService {
             admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
             Purchases.Seen seen = seen(order);
             if (seen.gone().isEmpty() && !order.namesSeats() && admission.available() > 0
-                && seen.free() - order.quantity() < running()) {
-                // So few seats left that those running may take them all: the answer is likely 409 in a
-                // moment, not 503 now. A place comes back as soon as one of them ends. (Named seats that
+                && seen.free() - order.quantity() < admission.limit()) {
+                // So few seats left that as many purchases as this process runs (and another instance's)
+                // may take them all: the answer is likely 409 in a moment, not 503 now. A place comes back as soon as one of them ends. (Named seats that
                 // are free now are not what those running wanted; at the process's own cap, no waiting.)
                 Optional<Admission.Permit> permit = admission.claim(deadline.remaining().minus(pace.margin()));
                 if (permit.isPresent()) {

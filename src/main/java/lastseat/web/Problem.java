@@ -54,7 +54,7 @@ public class Problem extends RuntimeException {
         return Optional.ofNullable(retryAfter);
     }
 
-    /** The RFC 9457 members, in a stable order, then the extensions. */
+    /** The RFC 9457 members, in a stable order, then the extensions by name. */
     public Map<String, Object> body(String instance) {
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("type", TYPE_PREFIX + kind);
@@ -64,7 +64,9 @@ public class Problem extends RuntimeException {
         if (instance != null) {
             body.put("instance", instance);
         }
-        body.putAll(extensions);
+        // In name order: Map.copyOf's order changes from one JVM to the next, and two instances must answer
+        // the same problem byte for byte (a retry may reach the other one).
+        body.putAll(new java.util.TreeMap<>(extensions));
         return body;
     }
 }
