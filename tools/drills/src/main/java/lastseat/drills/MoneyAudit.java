@@ -475,18 +475,41 @@ final class MoneyAudit {
                                     + "GET /purchases?state=" + UNRESOLVED + " listed them (" + listed.get() + " at the last look)")) {
             ownViolations.add("GET /purchases?state=" + UNRESOLVED + " did not list the purchases in that state");
         }
+        // A buyer whose every later payment call is planned to fail (reset, 5xx, 422, too slow) never gets an
+        // answer for its key from the provider: its purchase rightly stays PAYMENT_UNRESOLVED, seats held.
+        Set<String> neverAnswered = unresolvedNeverAnswered();
+        if (!neverAnswered.isEmpty()) {
+            findings.note(neverAnswered.size() + " of them rightly stay PAYMENT_UNRESOLVED: every later call with their key is planned "
+                          + "to fail, so the provider never answers it (sending again is the only question left)");
+        }
         long since = System.nanoTime();
-        boolean resolved = await(RESOLVE_BOUND, () -> purchasesIn(UNRESOLVED).isEmpty());
+        boolean resolved = await(RESOLVE_BOUND, () -> neverAnswered.containsAll(purchasesIn(UNRESOLVED)));
+        List<String> left = purchasesIn(UNRESOLVED).stream().filter(id -> !neverAnswered.contains(id)).toList();
         if (!findings.check(resolved, resolved
-                ? "once the provider answered again, every one of them was settled by the reconciler, " + millisSince(since) + " ms later"
-                : "still PAYMENT_UNRESOLVED " + RESOLVE_BOUND.toSeconds() + " s after the provider answered again: "
-                  + purchasesIn(UNRESOLVED))) {
-            purchasesIn(UNRESOLVED).forEach(id -> ownViolations.add(id + " stayed PAYMENT_UNRESOLVED although the provider answered"));
+                ? "once the provider answered again, every one it could answer was settled by the reconciler, " + millisSince(since) + " ms later"
+                : "still PAYMENT_UNRESOLVED " + RESOLVE_BOUND.toSeconds() + " s after the provider answered again: " + left)) {
+            left.forEach(id -> ownViolations.add(id + " stayed PAYMENT_UNRESOLVED although the provider answered"));
         }
     }
 
     /** Breaches found before the verdict (the operator's view, settling after an outage); they join its violations. */
     private final List<String> ownViolations = new CopyOnWriteArrayList<>();
+
+    /** The purchases now PAYMENT_UNRESOLVED whose buyer's every later payment call is planned to fail. */
+    private Set<String> unresolvedNeverAnswered() {
+        Set<String> found = new java.util.HashSet<>();
+        String prefix = "money-audit-" + plan.seed + "-";
+        for (String event : events) {
+            for (JsonNode purchase : servers.target().invariants(event).path("purchases")) {
+                String key = purchase.path("idempotencyKey").asText("");
+                if (UNRESOLVED.equals(purchase.path("state").asText()) && key.startsWith(prefix)
+                    && plan.buyers.get(Integer.parseInt(key.substring(prefix.length()))).later().faulty()) {
+                    found.add(purchase.path("id").asText());
+                }
+            }
+        }
+        return found;
+    }
 
     private List<String> purchasesIn(String state) {
         List<String> found = new ArrayList<>();
