@@ -14,10 +14,7 @@ import org.junit.jupiter.api.TestInstance;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -29,7 +26,6 @@ import java.util.concurrent.Future;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.abort;
 
 /**
  * The on-sale at the last seats, on two instances of one PostgreSQL database: 300 buyers of one seat
@@ -46,12 +42,10 @@ import static org.junit.jupiter.api.Assumptions.abort;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TwoInstancesBurstTest {
-    private static final String SERVER = "jdbc:postgresql://127.0.0.1:5432/";
     private static final int SEATS = 30;
     private static final int BUYERS = 300;
 
-    private final String database = "lastseat_burst_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
-    private boolean databaseCreated;
+    private final FreshPostgres database = new FreshPostgres("lastseat_burst_");
     private WireMockServer stubs;
     private final List<ServerProcess> servers = new ArrayList<>();
     private final List<Target> instances = new ArrayList<>();
@@ -60,12 +54,12 @@ class TwoInstancesBurstTest {
 
     @BeforeAll
     void threeHundredBuyersAtOnceAtTwoInstancesForThirtySeats() throws Exception {
-        createDatabase();
+        database.create("TwoInstancesBurstTest");
         stubs = StubServer.create();
         stubs.start();
         URI stubsUri = URI.create("http://127.0.0.1:" + stubs.port());
-        Path dir = Files.createDirectories(Path.of("target", "two-instances-burst", database));
-        Map<String, String> settings = Map.of("db.url", SERVER + database, "db.user", "postgres",
+        Path dir = Files.createDirectories(Path.of("target", "two-instances-burst", database.name()));
+        Map<String, String> settings = Map.of("db.url", database.url(), "db.user", "postgres",
                                               "purchase.deadline", "5s", "payment.max-wait", "5s", "db.connection-timeout", "5s",
                                               "outside.connect-timeout", "1s");
         try (ExecutorService starting = Executors.newVirtualThreadPerTaskExecutor()) {
@@ -95,12 +89,7 @@ class TwoInstancesBurstTest {
         if (stubs != null) {
             stubs.stop();
         }
-        if (databaseCreated) {
-            try (Connection c = DriverManager.getConnection(SERVER + "postgres", "postgres", "");
-                 Statement s = c.createStatement()) {
-                s.execute("DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
-            }
-        }
+        database.close();
     }
 
     @Test
@@ -119,21 +108,6 @@ class TwoInstancesBurstTest {
         assertThat(seats.path("held").asInt()).as("nothing left held").isZero();
         for (Target instance : instances) {
             assertThat(instance.freePaymentPermits()).as("every payment permit back").isEqualTo(20);
-        }
-    }
-
-    private void createDatabase() {
-        try (Connection c = DriverManager.getConnection(SERVER + "postgres", "postgres", "");
-             Statement s = c.createStatement()) {
-            s.execute("CREATE DATABASE " + database);
-            databaseCreated = true;
-        } catch (SQLException e) {
-            String why = "PostgreSQL at 127.0.0.1:5432 is not usable (" + e.getMessage() + ")";
-            if ("1".equals(System.getenv("LASTSEAT_REQUIRE_POSTGRES"))) {
-                throw new AssertionError(why + " and LASTSEAT_REQUIRE_POSTGRES=1", e);
-            }
-            System.err.println("\n*** SKIPPED TwoInstancesBurstTest: " + why + " ***\n");
-            abort("SKIPPED: " + why);
         }
     }
 }

@@ -16,10 +16,7 @@ import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DriverManager;
 import java.sql.SQLException;
-import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -38,7 +35,6 @@ import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.junit.jupiter.api.Assumptions.abort;
 
 /**
  * Several instances behind a load balancer on one PostgreSQL: two real lastseat processes (their own
@@ -60,7 +56,6 @@ import static org.junit.jupiter.api.Assumptions.abort;
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
 class TwoInstancesTest {
-    private static final String SERVER = "jdbc:postgresql://127.0.0.1:5432/";
     private static final int SEATS = 50;
     private static final int BUYERS = 500;
     private static final int WAVE = 50;
@@ -71,10 +66,9 @@ class TwoInstancesTest {
     private static final Set<String> OPEN = Set.of("HELD", "PAYING", "PAYMENT_UNKNOWN");
     private static final Pattern RECONCILED = Pattern.compile("purchase ([0-9a-f-]{36}) (was captured as|has no payment)");
 
-    private final String database = "lastseat_two_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+    private final FreshPostgres database = new FreshPostgres("lastseat_two_");
     /** The servers' logs ({@code lastseat-<port>.log}), kept until the next run for a look after a failure. */
-    private final Path dataDir = Path.of("target", "two-instances", database);
-    private boolean databaseCreated;
+    private final Path dataDir = Path.of("target", "two-instances", database.name());
     private WireMockServer stubs;
     private final ServerProcess[] servers = new ServerProcess[2];
     private final Target[] instances = new Target[2];
@@ -105,7 +99,7 @@ class TwoInstancesTest {
     @BeforeAll
     void twoInstancesSellFiftySeatsToFiveHundredBuyers() throws IOException {
         // Arrange: a fresh database, the stubs, two lastseat processes on that database.
-        createDatabase();
+        database.create("TwoInstancesTest");
         stubs = StubServer.create();
         stubs.start();
         hosts[0] = "127.0.0.1:" + stubs.port();
@@ -157,7 +151,7 @@ class TwoInstancesTest {
         long settleMillis = millisSince(settling);
         findings = new Findings();
         invariants = findings.invariantsHold(a, event);
-        System.out.println("two instances on " + database + ": started in " + startMillis + " ms, " + BUYERS + " buyers answered in "
+        System.out.println("two instances on " + database.name() + ": started in " + startMillis + " ms, " + BUYERS + " buyers answered in "
                            + buyingMillis + " ms, settled " + settleMillis + " ms after the retries; first answers " + Target.describe(firstAnswers.stream().map(Sent::answer).toList())
                            + "; retries " + Target.describe(retries.stream().map(Retry::answer).toList())
                            + "; purchases " + invariants.path("purchasesByState") + "; lookups by instance " + lookupsByInstance()
@@ -176,12 +170,7 @@ class TwoInstancesTest {
         if (stubs != null) {
             stubs.stop();
         }
-        if (databaseCreated) {
-            try (Connection c = DriverManager.getConnection(SERVER + "postgres", "postgres", "");
-                 Statement s = c.createStatement()) {
-                s.execute("DROP DATABASE IF EXISTS " + database + " WITH (FORCE)");
-            }
-        }
+        database.close();
     }
 
     @Test
@@ -306,21 +295,6 @@ class TwoInstancesTest {
         Files.createDirectories(dataDir);
     }
 
-    private void createDatabase() {
-        try (Connection c = DriverManager.getConnection(SERVER + "postgres", "postgres", "");
-             Statement s = c.createStatement()) {
-            s.execute("CREATE DATABASE " + database);
-            databaseCreated = true;
-        } catch (SQLException e) {
-            String why = "PostgreSQL at 127.0.0.1:5432 is not usable (" + e.getMessage() + ")";
-            if ("1".equals(System.getenv("LASTSEAT_REQUIRE_POSTGRES"))) {
-                throw new AssertionError(why + " and LASTSEAT_REQUIRE_POSTGRES=1", e);
-            }
-            System.err.println("\n*** SKIPPED TwoInstancesTest: " + why + " ***\n");
-            abort("SKIPPED: " + why);
-        }
-    }
-
     /**
      * Both at once, so that both migrate the fresh database together (Flyway locks it for one of
      * them). Each start is bounded by {@link ServerProcess}; every server that did start is kept for
@@ -352,7 +326,7 @@ class TwoInstancesTest {
     /** PostgreSQL, and background workers that run often and settle fast, so that they compete during the test. */
     private Map<String, String> settings() {
         Map<String, String> settings = new HashMap<>();
-        settings.put("db.url", SERVER + database);
+        settings.put("db.url", database.url());
         settings.put("db.user", "postgres");
         settings.put("purchase.sweep-interval", "200ms");
         settings.put("reconcile.settle-time", "300ms");
