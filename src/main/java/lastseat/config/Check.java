@@ -18,15 +18,6 @@ final class Check {
         return value;
     }
 
-    /** Zero (the feature is off), or within bounds. */
-    static Duration zeroOrBetween(String key, Duration value, Duration min, Duration max) {
-        if (!value.isZero() && (value.compareTo(min) < 0 || value.compareTo(max) > 0)) {
-            throw new IllegalStateException("Configuration " + key + " must be 0 (off) or between " + min + " and " + max
-                                            + ", got " + value);
-        }
-        return value;
-    }
-
     static int between(String key, int value, int min, int max) {
         if (value < min || value > max) {
             throw outOfRange(key, value, min, max);

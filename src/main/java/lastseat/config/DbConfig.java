@@ -7,10 +7,7 @@ import java.time.Duration;
  * conversation of this process, including the ones that many virtual threads would otherwise start
  * at once (at least 2: the migration and the pool's own check need one each at start).
  * {@code connectionTimeout} bounds a wait for a connection and {@code lockTimeout} a wait for a row
- * another transaction holds, on H2 and PostgreSQL alike. {@code h2CompactionInterval} paces the
- * background job that gives an H2 file back the space its commits leave behind (H2 runs none of its
- * own with every commit written at once; see {@code lastseat.db.H2Compaction}); zero turns it off, and
- * it does nothing for any other database.
+ * another transaction holds, on H2 and PostgreSQL alike.
  *
  * @param url               {@code db.url}: a JDBC URL, H2 or PostgreSQL
  * @param user              {@code db.user}
@@ -18,16 +15,14 @@ import java.time.Duration;
  * @param poolSize          {@code db.pool-size}: connections
  * @param connectionTimeout {@code db.connection-timeout}
  * @param lockTimeout       {@code db.lock-timeout}
- * @param h2CompactionInterval {@code db.h2-compaction-interval}: 0, or 100 ms to 1 min
  */
 public record DbConfig(String url, String user, String password, int poolSize, Duration connectionTimeout,
-                       Duration lockTimeout, Duration h2CompactionInterval) {
+                       Duration lockTimeout) {
 
     public DbConfig {
         Check.between("db.pool-size", poolSize, 2, 200);
         Check.between("db.connection-timeout", connectionTimeout, Duration.ofMillis(250), Duration.ofMinutes(1));
         Check.between("db.lock-timeout", lockTimeout, Duration.ofMillis(10), Duration.ofMinutes(1));
-        Check.zeroOrBetween("db.h2-compaction-interval", h2CompactionInterval, Duration.ofMillis(100), Duration.ofMinutes(1));
     }
 
     static DbConfig read(Reader keys) {
@@ -37,15 +32,13 @@ public record DbConfig(String url, String user, String password, int poolSize, D
                 keys.string("db.password", ""),
                 keys.integer("db.pool-size"),
                 keys.duration("db.connection-timeout"),
-                keys.duration("db.lock-timeout"),
-                keys.duration("db.h2-compaction-interval"));
+                keys.duration("db.lock-timeout"));
     }
 
     /** The whole configuration may be printed; the password must not be. */
     @Override
     public String toString() {
         return "DbConfig[url=" + url + ", user=" + user + ", password=" + (password == null || password.isEmpty() ? "" : "***")
-               + ", poolSize=" + poolSize + ", connectionTimeout=" + connectionTimeout + ", lockTimeout=" + lockTimeout
-               + ", h2CompactionInterval=" + h2CompactionInterval + "]";
+               + ", poolSize=" + poolSize + ", connectionTimeout=" + connectionTimeout + ", lockTimeout=" + lockTimeout + "]";
     }
 }

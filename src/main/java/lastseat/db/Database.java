@@ -18,11 +18,9 @@ import java.sql.SQLException;
  */
 public final class Database implements AutoCloseable {
     private final HikariDataSource pool;
-    private final H2Compaction compaction;
 
-    private Database(HikariDataSource pool, H2Compaction compaction) {
+    private Database(HikariDataSource pool) {
         this.pool = pool;
-        this.compaction = compaction;
     }
 
     public static Database open(DbConfig config) {
@@ -41,11 +39,11 @@ public final class Database implements AutoCloseable {
             Flyway.configure().dataSource(pool).locations("classpath:db/migration")
                     .javaMigrations(new V3__Payment_unresolved())
                     .load().migrate();
-            return new Database(pool, H2Compaction.startIfNeeded(pool, hikari.getJdbcUrl(), config.h2CompactionInterval()));
         } catch (RuntimeException e) {
             pool.close();
             throw e;
         }
+        return new Database(pool);
     }
 
     /**
@@ -59,20 +57,11 @@ public final class Database implements AutoCloseable {
      * does not close; the interrupt stays set). A {@code jdbc:h2:file:} URL becomes
      * {@code jdbc:h2:async:…;WRITE_DELAY=0} — the same file. (H2 does not fsync: a power cut can still
      * lose the last commits; PostgreSQL is the answer there.)
-     *
-     * <p>WRITE_DELAY=0 also means that H2 runs no background writer, which is what compacts its file:
-     * {@link H2Compaction} does that instead. And each commit then writes its own chunk of pages;
-     * {@code COMPRESS=TRUE} (LZF: the rows' JSON and UUIDs shrink well) about halves what the compacted
-     * file keeps, for some CPU at each commit (docs/BENCHMARKS.md). A setting named in the URL is left as
-     * it is ({@code ;COMPRESS=FALSE} turns compression off).
      */
     static String durable(String url) {
         String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length()) : url;
         if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("WRITE_DELAY")) {
             durable += ";WRITE_DELAY=0";
-        }
-        if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains(";COMPRESS=")) {
-            durable += ";COMPRESS=TRUE";
         }
         if (durable.startsWith("jdbc:h2:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("DB_CLOSE_ON_EXIT")) {
             // H2's own shutdown hook would close the database while purchases still drain; Main closes the pool last.
@@ -193,12 +182,8 @@ public final class Database implements AutoCloseable {
         return pool.getMaximumPoolSize();
     }
 
-    /** Stops the H2 file's compaction, then closes the pool (and with its last connection, an H2 database). */
     @Override
     public void close() {
-        if (compaction != null) {
-            compaction.close();
-        }
         pool.close();
     }
 

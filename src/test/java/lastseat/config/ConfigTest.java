@@ -77,8 +77,6 @@ class ConfigTest {
             "db.pool-size, 1",
             "db.connection-timeout, 100ms",
             "db.lock-timeout, 0ms",
-            "db.h2-compaction-interval, 50ms",
-            "db.h2-compaction-interval, 2m",
             "drills.max-buyers, 1",
             "drills.max-pause, 1ms",
     })
@@ -205,7 +203,7 @@ class ConfigTest {
 
     @Test
     void thePasswordIsNotPrinted() {
-        DbConfig db = new DbConfig("jdbc:h2:mem:x", "sa", "hunter2", 4, Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1));
+        DbConfig db = new DbConfig("jdbc:h2:mem:x", "sa", "hunter2", 4, Duration.ofSeconds(2), Duration.ofSeconds(2));
 
         assertThat(db.toString()).doesNotContain("hunter2").contains("jdbc:h2:mem:x");
     }

@@ -60,26 +60,9 @@ public final class InProcess implements AutoCloseable {
 
     /** The production defaults of {@code application.yaml}, with {@code overrides} (keys such as {@code purchase.deadline}). */
     public static InProcess start(Map<String, String> overrides) {
-        // Dropped when the pool closes its last connection.
-        return on("jdbc:h2:mem:fast-" + UUID.randomUUID(), overrides);
-    }
-
-    /**
-     * The same parts over the H2 file {@code file} (no {@code .mv.db}), opened as the service opens
-     * its default database: for the real-parts tier's tests of the file itself (its size, its jobs).
-     */
-    public static InProcess onFile(java.nio.file.Path file, Map<String, String> overrides) {
-        return onFile(file, "", overrides);
-    }
-
-    /** The same, with H2 settings for the URL ({@code ;COMPRESS=FALSE}). */
-    public static InProcess onFile(java.nio.file.Path file, String urlSettings, Map<String, String> overrides) {
-        return on("jdbc:h2:file:" + file.toAbsolutePath() + urlSettings, overrides);
-    }
-
-    private static InProcess on(String url, Map<String, String> overrides) {
         Map<String, String> settings = new HashMap<>(overrides);
-        settings.put("db.url", url);
+        // Dropped when the pool closes its last connection.
+        settings.put("db.url", "jdbc:h2:mem:fast-" + UUID.randomUUID());
         return new InProcess(LastseatConfig.from(Config.just(ConfigSources.create(settings),
                                                              ConfigSources.classpath("application.yaml"))));
     }
