@@ -1,6 +1,7 @@
 package lastseat.work;
 
 import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.logging.Level;
 import java.util.logging.Logger;
 
@@ -12,7 +13,9 @@ import java.util.logging.Logger;
  *
  * <p>Contract: {@link #close()} interrupts the thread and waits for the tick in progress to end
  * (at most {@code closeWait}); interrupting is how a tick's outside call is cancelled, so a tick
- * must end promptly when interrupted.
+ * must end promptly when interrupted. A closed worker starts no further tick even when something
+ * inside the last one swallowed the interrupt (a library that catches {@link InterruptedException}
+ * and carries on): the loop also checks a flag of its own.
  */
 public final class Worker implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(Worker.class.getName());
@@ -26,26 +29,36 @@ public final class Worker implements AutoCloseable {
 
     private final String name;
     private final Thread thread;
+    private final AtomicBoolean closed;
 
-    private Worker(String name, Thread thread) {
+    private Worker(String name, Thread thread, AtomicBoolean closed) {
         this.name = name;
         this.thread = thread;
+        this.closed = closed;
     }
 
     public static Worker start(String name, Duration interval, Tick tick) {
-        Thread thread = Thread.ofVirtual().name("worker-" + name).start(() -> loop(name, interval, tick));
-        return new Worker(name, thread);
+        AtomicBoolean closed = new AtomicBoolean();
+        Thread thread = Thread.ofVirtual().name("worker-" + name).start(() -> loop(name, interval, tick, closed));
+        return new Worker(name, thread, closed);
     }
 
-    private static void loop(String name, Duration interval, Tick tick) {
-        while (!Thread.currentThread().isInterrupted()) {
+    private static void loop(String name, Duration interval, Tick tick, AtomicBoolean closed) {
+        while (!closed.get() && !Thread.currentThread().isInterrupted()) {
             try {
                 tick.run();
+                if (closed.get()) {
+                    return;
+                }
                 Thread.sleep(interval);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
             } catch (RuntimeException e) {
+                if (closed.get()) {
+                    LOG.log(Level.WARNING, "background job " + name + " failed while it was being closed", e);
+                    return;
+                }
                 LOG.log(Level.WARNING, "background job " + name + " failed; it runs again in " + interval.toMillis() + " ms", e);
                 try {
                     Thread.sleep(interval);
@@ -59,6 +72,7 @@ public final class Worker implements AutoCloseable {
 
     @Override
     public void close() {
+        closed.set(true);
         thread.interrupt();
         try {
             if (!thread.join(CLOSE_WAIT)) {
