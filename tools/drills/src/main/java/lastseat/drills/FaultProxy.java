@@ -57,6 +57,8 @@ final class FaultProxy implements AutoCloseable {
     private final AtomicLong upstreamResets = new AtomicLong();
     private final int port;
     private ServerSocket listener;
+    /** The accept loop of the current listener. */
+    private java.util.concurrent.Future<?> accepting;
     private boolean closed;
     private long downSince = -1;
     private String downWhy;
@@ -96,6 +98,7 @@ final class FaultProxy implements AutoCloseable {
 
     /** Closes the listener and resets every open connection; false when it was already down. */
     boolean down(String why) {
+        java.util.concurrent.Future<?> stopped;
         synchronized (this) {
             if (closed || downSince >= 0) {
                 return false;
@@ -103,9 +106,26 @@ final class FaultProxy implements AutoCloseable {
             downSince = System.currentTimeMillis();
             downWhy = why;
             closeQuietly(listener);
+            stopped = accepting;
         }
+        // The JDK closes a listening socket that a thread is blocked accepting on only once that thread has
+        // left accept(); until then the kernel still completes new connections. Down means refused now.
+        awaitQuietly(stopped);
         open.forEach(pipe -> pipe.end(true));
         return true;
+    }
+
+    private static void awaitQuietly(java.util.concurrent.Future<?> task) {
+        if (task == null) {
+            return;
+        }
+        try {
+            task.get(2, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // The accept loop is gone or stuck; the listener is closed either way.
+        }
     }
 
     /** Listens again on the same port; a no-op when it is up or closed. */
@@ -198,13 +218,18 @@ final class FaultProxy implements AutoCloseable {
     }
 
     private void listen(ServerSocket socket) {
-        threads.submit(() -> {
+        accepting = threads.submit(() -> {
             while (!socket.isClosed()) {
                 Socket client;
                 try {
                     client = socket.accept();
                 } catch (IOException e) {
                     return; // closed by down() or close()
+                }
+                if (socket.isClosed()) {
+                    // Completed by the kernel while down() was closing the listener: refused after all.
+                    reset(client);
+                    return;
                 }
                 if (!slots.tryAcquire()) {
                     overflows.incrementAndGet();
