@@ -341,8 +341,7 @@ public final class Inventory {
 
     /** The named seats of {@code order} that are taken now; {@code firstMissed} when they were let go since. */
     public List<String> taken(Order order, String firstMissed) {
-        List<String> taken = db.read(c -> positions(c, order.eventId(), order.seats(), true).stream()
-                .map(SeatPosition::label).toList());
+        List<String> taken = taken(order);
         // The holder may have let go between our miss and this read; the seat we missed was taken then.
         return taken.isEmpty() ? List.of(firstMissed) : taken;
     }

@@ -23,7 +23,9 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -52,8 +54,8 @@ public final class PaymentGateway {
     private final Bulkhead bulkhead;
     private final Latency callTime;
     /** When each open call started (unique, so two calls never share an entry). */
-    private final java.util.concurrent.ConcurrentSkipListSet<Long> openSince = new java.util.concurrent.ConcurrentSkipListSet<>();
-    private final java.util.concurrent.atomic.AtomicLong lastStart = new java.util.concurrent.atomic.AtomicLong(Long.MIN_VALUE);
+    private final ConcurrentSkipListSet<Long> openSince = new ConcurrentSkipListSet<>();
+    private final AtomicLong lastStart = new AtomicLong(Long.MIN_VALUE);
 
     /** With the call time measured over the last 200 calls of the last 10 s, a quarter of max-wait assumed before. */
     public PaymentGateway(Outside http, PaymentConfig config) {

@@ -98,11 +98,6 @@ final class Pace {
         return running < permits || elapsed.toNanos() + toPayment.percentile().toNanos() + margin.toNanos() <= deadline.toNanos();
     }
 
-    @Override
-    public String toString() {
-        return "Pace[toPayment=" + toPayment.percentile().toMillis() + "ms, call=" + callTime.get().toMillis() + "ms, limit=" + limit() + "]";
-    }
-
     /** The deadline's time beyond the path and the margin (negative when there is none). */
     private long room(long path) {
         return deadline.toNanos() - margin.toNanos() - path;

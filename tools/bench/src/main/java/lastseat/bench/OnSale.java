@@ -99,12 +99,11 @@ final class OnSale {
     private void overload(ServerProcess server) throws Exception {
         double rate = smoke ? 20 : 5 * CEILING;
         Duration length = Duration.ofSeconds(smoke ? 1 : 20);
-        String event = bench.newEvent(server, 10_000);
-        double cpuBefore = ProcessCpu.millis(server.pid());
-        Bench.Load load = Bench.open(rate, length, i -> bench.purchase(server, event));
-        Settled settled = settle(server);
-        double cpu = ProcessCpu.millis(server.pid()) - cpuBefore;
-        int sold = client(server).event(event).path("sold").asInt();
+        Measured measured = openLoad(server, rate, length);
+        Bench.Load load = measured.load();
+        Settled settled = measured.settled();
+        double cpu = measured.cpuMillis();
+        int sold = measured.sold();
         System.out.println("   overload: " + load);
         System.out.println("   overload answers by kind: " + kinds(load.answers.stream().map(Bench.Load.Answer::answer).toList()));
         System.out.printf(Locale.ROOT, "   overload: %.0f ms of lastseat CPU until settled (%s), %d seats sold (%d answered 201)%n",
@@ -145,16 +144,28 @@ final class OnSale {
         addCpuRow(phase + ": lastseat CPU per confirmed purchase (H2 file)", cpu, sold, settled);
     }
 
-    /** The light load on a settled server: latency of the confirmed purchases against the path, and CPU per confirmed. */
-    private void light(ServerProcess server, String database) throws Exception {
-        double rate = smoke ? 10 : 40;
-        Duration length = Duration.ofSeconds(smoke ? 1 : 10);
+    /** An open load on a new 10,000-seat event, then lastseat's CPU until it settled and the seats sold. */
+    private record Measured(Bench.Load load, Settled settled, double cpuMillis, int sold) {
+    }
+
+    private Measured openLoad(ServerProcess server, double rate, Duration length) throws Exception {
         String event = bench.newEvent(server, 10_000);
         double cpuBefore = ProcessCpu.millis(server.pid());
         Bench.Load load = Bench.open(rate, length, i -> bench.purchase(server, event));
         Settled settled = settle(server);
         double cpu = ProcessCpu.millis(server.pid()) - cpuBefore;
-        int sold = client(server).event(event).path("sold").asInt();
+        return new Measured(load, settled, cpu, client(server).event(event).path("sold").asInt());
+    }
+
+    /** The light load on a settled server: latency of the confirmed purchases against the path, and CPU per confirmed. */
+    private void light(ServerProcess server, String database) throws Exception {
+        double rate = smoke ? 10 : 40;
+        Duration length = Duration.ofSeconds(smoke ? 1 : 10);
+        Measured measured = openLoad(server, rate, length);
+        Bench.Load load = measured.load();
+        Settled settled = measured.settled();
+        double cpu = measured.cpuMillis();
+        int sold = measured.sold();
         System.out.println("   light (" + database + "): " + load);
         System.out.printf(Locale.ROOT, "   light (%s): %.0f ms of lastseat CPU until settled (%s), %d seats sold (%d answered 201)%n",
                           database, cpu, settled, sold, load.count(201));
