@@ -29,12 +29,13 @@ start_stubs() {
   pids+=($!)
 }
 
-# start_service PORT STUBS_PORT [-Dkey=value...]: lastseat with the given settings.
+# start_service PORT ADMIN_PORT STUBS_PORT [-Dkey=value...]: lastseat with the given settings.
 start_service() {
-  local port="$1" stubs="$2"
-  shift 2
+  local port="$1" admin="$2" stubs="$3"
+  shift 3
   "$JAVA" --enable-preview \
     -Dserver.port="$port" \
+    -Daccess.admin-port="$admin" \
     -Doutside.base-url="http://127.0.0.1:$stubs" \
     "$@" \
     ${LASTSEAT_JAVA_OPTS:-} \

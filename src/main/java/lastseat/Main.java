@@ -20,6 +20,7 @@ import io.helidon.webserver.http.ServerResponse;
 import io.helidon.webserver.observe.ObserveFeature;
 import io.helidon.webserver.observe.health.HealthObserver;
 import io.helidon.webserver.observe.metrics.MetricsObserver;
+import lastseat.access.AccessFilter;
 import lastseat.inventory.NewEvent;
 import lastseat.outbox.OutboxQuery;
 import lastseat.web.Failures;
@@ -44,7 +45,8 @@ public final class Main {
         Running running = start(Config.create());
         // The one shutdown path (server.shutdown-hook is off, and H2's own hook is off in its URL): SIGTERM drains.
         Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("lastseat-shutdown").unstarted(running::close));
-        LOG.info("lastseat listening on http://localhost:" + running.server().port());
+        LOG.info("lastseat listening on http://localhost:" + running.server().port() + ", admin on http://"
+                 + running.services().config().access().adminHost() + ":" + running.adminPort());
     }
 
     /**
@@ -56,6 +58,11 @@ public final class Main {
     public record Running(WebServer server, Services services, List<Meter> gauges) implements AutoCloseable {
         public int port() {
             return server.port();
+        }
+
+        /** The admin socket's port: the operator's routes and /observe. */
+        public int adminPort() {
+            return server.port(ADMIN);
         }
 
         @Override
@@ -78,6 +85,7 @@ public final class Main {
         Services services = Services.create(config);
         List<Meter> gauges = List.of();
         try {
+            services.installKeys();
             if (services.config().demo().createEvent()) {
                 createDemoEvent(services);
             }
@@ -88,11 +96,15 @@ public final class Main {
                     // lastseat's own hook drains, then closes the pool; Helidon's would stop the server alongside it.
                     .shutdownHook(false)
                     .directHandlers(handlers -> handlers.addHandler(DirectHandler.EventType.BAD_REQUEST, Main::transportError))
+                    .putSocket(ADMIN, socket -> socket.port(services.config().access().adminPort())
+                            .host(services.config().access().adminHost()))
                     .addFeature(ObserveFeature.builder()
+                                        .sockets(List.of(ADMIN))
                                         .addObserver(HealthObserver.builder().details(true).addCheck(database(services)).build())
                                         .addObserver(MetricsObserver.create())
                                         .build())
                     .routing(routing -> routing(routing, services))
+                    .routing(ADMIN, routing -> adminRouting(routing, services))
                     .build()
                     .start();
             services.startWorkers();
@@ -104,13 +116,31 @@ public final class Main {
         }
     }
 
-    /** The application's routes and its one error-mapping chain (every error leaves as problem+json). */
+    /** The name of the admin socket (access.admin-port). */
+    public static final String ADMIN = "admin";
+
+    /**
+     * The public port's routes: events and purchases, each as {@link AccessFilter}'s table allows, and the
+     * one error-mapping chain (every error leaves as problem+json).
+     */
     public static void routing(HttpRouting.Builder routing, Services services) {
-        routing.register("/events", services.eventRoutes())
-               .register("/purchases", services.purchaseRoutes())
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC))
+               .register("/events", services.eventRoutes())
+               .register("/purchases", services.purchaseRoutes());
+        errors(routing);
+    }
+
+    /** The admin port's routes, the operator's only (and /observe, whose health needs no key). */
+    public static void adminRouting(HttpRouting.Builder routing, Services services) {
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.ADMIN))
                .register("/drills", services.drillRoutes())
                .register("/outbox", services.outboxRoutes())
-               .error(Problem.class, Main::problem)
+               .register("/admin", services.adminRoutes());
+        errors(routing);
+    }
+
+    private static void errors(HttpRouting.Builder routing) {
+        routing.error(Problem.class, Main::problem)
                .error(HttpException.class, Main::http)
                .error(Exception.class, Main::unexpected);
     }

@@ -1,6 +1,9 @@
 package lastseat;
 
 import io.helidon.config.Config;
+import lastseat.access.AdminRoutes;
+import lastseat.access.ApiKeys;
+import lastseat.access.Role;
 import lastseat.checks.Checks;
 import lastseat.config.LastseatConfig;
 import lastseat.db.Database;
@@ -28,7 +31,8 @@ import java.time.Clock;
  */
 public record Services(LastseatConfig config, Database db, Inventory inventory, Purchases purchases, PaymentGateway payments,
                        PurchaseRoutes purchaseRoutes, EventRoutes eventRoutes, DrillRoutes drillRoutes,
-                       PurchaseWorkers purchaseWorkers, OutboxWorker outbox, OutboxRoutes outboxRoutes) implements AutoCloseable {
+                       PurchaseWorkers purchaseWorkers, OutboxWorker outbox, OutboxRoutes outboxRoutes,
+                       ApiKeys apiKeys, AdminRoutes adminRoutes) implements AutoCloseable {
     /**
      * Beyond the server's grace period, how long the shutdown waits for purchases still running (a
      * handler the server cut keeps its thread until its flow ends).
@@ -45,17 +49,30 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
         PaymentGateway payments = new PaymentGateway(http, config.payment(), new Latency(config.purchase().paceSamples(),
                 config.purchase().paceWindow(), 0.9, config.payment().maxWait().dividedBy(4)));
         PurchaseFlow flow = new PurchaseFlow(new Checks(http, config.checks()), payments, purchases, config.purchase(), clock);
-        PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory,
-                                                           new IdempotencyKeys(db, clock, config.abandonedAge()),
-                                                           config.purchase(), new PurchaseMetrics(), payments);
+        IdempotencyKeys keys = new IdempotencyKeys(db, clock, config.abandonedAge());
+        PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, keys, config.purchase(),
+                                                           new PurchaseMetrics(), payments);
         OutboxWorker outbox = new OutboxWorker(db, http, config.outbox(), clock);
         PurchaseWorkers workers = new PurchaseWorkers(purchases, payments, config.purchase(), config.abandonedAge(),
-                                                      config.reconcile(), clock);
+                                                      config.reconcile(), keys, config.idempotency(), clock);
+        ApiKeys apiKeys = new ApiKeys(db, clock);
         return new Services(config, db, inventory, purchases, payments, purchaseRoutes,
                             new EventRoutes(inventory, config.events()),
                             new DrillRoutes(config.drills(), db, inventory, purchases, clock, config.sweepGrace(), config.recoveredWithin()),
-                            workers, outbox, new OutboxRoutes(db, outbox));
+                            workers, outbox, new OutboxRoutes(db, outbox), apiKeys, new AdminRoutes(apiKeys));
     }
+
+    /** Installs the keys the configuration gives: the operator's, and the demo's when bin/run asks for them. */
+    public void installKeys() {
+        config.access().operatorKey().ifPresent(key -> apiKeys.install("operator", Role.OPERATOR, key));
+        config.demo().keys().ifPresent(demo -> {
+            apiKeys.install("operator", Role.OPERATOR, demo.operator());
+            apiKeys.install(DEMO_CLIENT, Role.CLIENT, demo.client());
+        });
+    }
+
+    /** The name of the demo's client key. */
+    public static final String DEMO_CLIENT = "demo-shop";
 
     /** Starts the background jobs; call once the server takes requests. */
     public void startWorkers() {

@@ -22,7 +22,7 @@ import java.util.Objects;
  */
 public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, OutsideConfig outside, ChecksConfig checks,
                              PaymentConfig payment, ReconcileConfig reconcile, OutboxConfig outbox, DbConfig db,
-                             DrillsConfig drills, DemoConfig demo) {
+                             DrillsConfig drills, DemoConfig demo, AccessConfig access, IdempotencyConfig idempotency) {
     /** What a purchase needs past its deadline to write its outcome: the slack of I5, and some. */
     static final Duration ANSWER_SLACK = Duration.ofMillis(500);
 
@@ -37,7 +37,13 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
         Objects.requireNonNull(db, "db");
         Objects.requireNonNull(drills, "drills");
         Objects.requireNonNull(demo, "demo");
+        Objects.requireNonNull(access, "access");
+        Objects.requireNonNull(idempotency, "idempotency");
         checkAcross(purchase, payment, reconcile, outbox);
+        if (access.operatorKey().isPresent() && demo.keys().isPresent()) {
+            throw new IllegalStateException("Configuration access.operator-key and demo.create-keys both name the operator's key: "
+                                            + "set one (the demo's keys are for bin/run only)");
+        }
     }
 
     /** Reads and checks every section; throws {@link IllegalStateException} naming the first bad key. */
@@ -48,7 +54,8 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
     static LastseatConfig read(Reader keys) {
         return new LastseatConfig(PurchaseConfig.read(keys), EventsConfig.read(keys), OutsideConfig.read(keys),
                                   ChecksConfig.read(keys), PaymentConfig.read(keys), ReconcileConfig.read(keys),
-                                  OutboxConfig.read(keys), DbConfig.read(keys), DrillsConfig.read(keys), DemoConfig.read(keys));
+                                  OutboxConfig.read(keys), DbConfig.read(keys), DrillsConfig.read(keys), DemoConfig.read(keys),
+                                  AccessConfig.read(keys), IdempotencyConfig.read(keys));
     }
 
     /** Every rule that involves more than one key. */

@@ -46,7 +46,7 @@ final class Stampede {
      */
     Optional<String> safe(String eventId, String seat, String buyer, Runnable pause) {
         pause.run();
-        return purchases.reserve(new Order(eventId, List.of(seat), 1, buyer, buyer + "@stampede.invalid", "tok_stampede",
+        return purchases.reserve(new Order(eventId, List.of(seat), 1, buyer, buyer + "@stampede.invalid", "tok_stampede", "stampede",
                                            "stampede-" + UUID.randomUUID())) instanceof Purchases.Reservation.Held held
                 ? Optional.of(held.hold().purchaseId()) : Optional.empty();
     }

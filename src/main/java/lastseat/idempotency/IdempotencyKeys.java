@@ -20,6 +20,7 @@ import java.time.OffsetDateTime;
 import java.time.ZoneOffset;
 import java.util.Arrays;
 import java.util.HexFormat;
+import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.regex.Pattern;
@@ -96,21 +97,24 @@ public final class IdempotencyKeys {
         }
     }
 
-    /** Whether a request with this key was claimed (and not let go): a read, nothing claimed. */
-    public boolean known(String key) {
-        return db.read(c -> !Sql.list(c, "SELECT 1 FROM idempotency_keys WHERE idem_key = ?", rs -> 1, key).isEmpty());
+    /** Whether a request with this client's key was claimed (and not let go): a read, nothing claimed. */
+    public boolean known(String client, String key) {
+        return db.read(c -> !Sql.list(c, "SELECT 1 FROM idempotency_keys WHERE client_name = ? AND idem_key = ?", rs -> 1,
+                                      client, key).isEmpty());
     }
 
-    public Claim claim(String key, String fingerprint) {
+    /** Claims {@code key} of {@code client}: the same key from another client is another key. */
+    public Claim claim(String client, String key, String fingerprint) {
         String token = UUID.randomUUID().toString();
         return db.read(c -> {
             try (PreparedStatement insert = c.prepareStatement(
-                    "INSERT INTO idempotency_keys (idem_key, request_hash, state, created_at, claim_token) "
-                    + "VALUES (?, ?, 'IN_FLIGHT', ?, ?)")) {
-                insert.setString(1, key);
-                insert.setString(2, fingerprint);
-                Sql.set(insert, 3, clock.instant());
-                insert.setString(4, token);
+                    "INSERT INTO idempotency_keys (client_name, idem_key, request_hash, state, created_at, claim_token) "
+                    + "VALUES (?, ?, ?, 'IN_FLIGHT', ?, ?)")) {
+                insert.setString(1, client);
+                insert.setString(2, key);
+                insert.setString(3, fingerprint);
+                Sql.set(insert, 4, clock.instant());
+                insert.setString(5, token);
                 insert.executeUpdate();
                 return new Claim.Fresh(token);
             } catch (SQLException e) {
@@ -118,7 +122,7 @@ public final class IdempotencyKeys {
                     throw e;
                 }
             }
-            return existing(c, key, fingerprint, clock.instant().minus(staleAfter));
+            return existing(c, client, key, fingerprint, clock.instant().minus(staleAfter));
         });
     }
 
@@ -126,11 +130,11 @@ public final class IdempotencyKeys {
      * Claims an abandoned key for this request with a new token (a compare-and-set on when it was
      * claimed, so of two retries only one takes it over); empty when somebody else did.
      */
-    public Optional<String> takeOver(String key, OffsetDateTime claimedAt) {
+    public Optional<String> takeOver(String client, String key, OffsetDateTime claimedAt) {
         String token = UUID.randomUUID().toString();
-        int rows = db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ?, claim_token = ? WHERE idem_key = ? "
-                                              + "AND state = 'IN_FLIGHT' AND created_at = ?",
-                                           clock.instant().atOffset(ZoneOffset.UTC), token, key, claimedAt));
+        int rows = db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ?, claim_token = ? "
+                                              + "WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' AND created_at = ?",
+                                           clock.instant().atOffset(ZoneOffset.UTC), token, client, key, claimedAt));
         return rows == 1 ? Optional.of(token) : Optional.empty();
     }
 
@@ -147,13 +151,13 @@ public final class IdempotencyKeys {
     }
 
     /** Stores the answer, if the claim is still {@code token}'s: from now on the key replays it. */
-    public Ending complete(String key, String token, Reply reply) {
+    public Ending complete(String client, String key, String token, Reply reply) {
         int rows = db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET state = 'DONE', status = ?, content_type = ?, "
                                               + "location = ?, body = ?, completed_at = ? "
-                                              + "WHERE idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ?",
+                                              + "WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ?",
                                            reply.status(), reply.contentType(), reply.location(),
                                            new String(reply.body(), StandardCharsets.UTF_8),
-                                           clock.instant().atOffset(ZoneOffset.UTC), key, token));
+                                           clock.instant().atOffset(ZoneOffset.UTC), client, key, token));
         return rows == 1 ? Ending.STORED : Ending.LOST;
     }
 
@@ -162,16 +166,60 @@ public final class IdempotencyKeys {
      * {@code token}, and only when no purchase made with the key still holds something; one
      * statement decides both, so nothing can slip in between.
      */
-    public Ending forget(String key, String token) {
+    public Ending forget(String client, String key, String token) {
         return db.read(c -> {
-            int rows = Sql.update(c, "DELETE FROM idempotency_keys WHERE idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ? "
-                                     + "AND NOT EXISTS (SELECT 1 FROM purchases WHERE idempotency_key = ? AND state IN " + HOLDING + ")",
-                                  key, token, key);
+            int rows = Sql.update(c, "DELETE FROM idempotency_keys WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' "
+                                     + "AND claim_token = ? AND NOT EXISTS (SELECT 1 FROM purchases WHERE client_name = ? "
+                                     + "AND idempotency_key = ? AND state IN " + HOLDING + ")",
+                                  client, key, token, client, key);
             if (rows == 1) {
                 return Ending.LET_GO;
             }
-            return Sql.list(c, "SELECT 1 FROM idempotency_keys WHERE idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ?",
-                            rs -> rs.getInt(1), key, token).isEmpty() ? Ending.LOST : Ending.KEPT;
+            return Sql.list(c, "SELECT 1 FROM idempotency_keys WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' "
+                               + "AND claim_token = ?", rs -> rs.getInt(1), client, key, token).isEmpty() ? Ending.LOST : Ending.KEPT;
+        });
+    }
+
+    /** A key claimed and never answered: its request's process stopped. */
+    public record Left(String client, String key, OffsetDateTime claimedAt) {
+    }
+
+    /** Keys still in flight {@code staleAfter} after their claim, oldest first, at most {@code batch}. */
+    public List<Left> leftInFlight(int batch) {
+        Instant before = clock.instant().minus(staleAfter);
+        return db.read(c -> Sql.list(c, "SELECT client_name, idem_key, created_at FROM idempotency_keys WHERE state = 'IN_FLIGHT' "
+                                        + "AND created_at < ? ORDER BY created_at FETCH FIRST " + batch + " ROWS ONLY",
+                                     rs -> new Left(rs.getString(1), rs.getString(2), rs.getObject(3, OffsetDateTime.class)), before));
+    }
+
+    /**
+     * Deletes at most {@code batch} answered keys whose answer is older than {@code retention}, oldest
+     * first, in one statement; how many it deleted. Keys in flight are never pruned: their purchase may
+     * still be settling, and recovery ends them.
+     */
+    public int prune(Duration retention, int batch) {
+        Instant before = clock.instant().minus(retention);
+        return db.inTransaction(c -> {
+            List<String[]> old = Sql.list(c, "SELECT client_name, idem_key FROM idempotency_keys WHERE state = 'DONE' "
+                                             + "AND completed_at < ? ORDER BY completed_at FETCH FIRST " + batch + " ROWS ONLY",
+                                          rs -> new String[] {rs.getString(1), rs.getString(2)}, before);
+            if (old.isEmpty()) {
+                return 0;
+            }
+            int deleted = 0;
+            try (PreparedStatement ps = c.prepareStatement(
+                    "DELETE FROM idempotency_keys WHERE client_name = ? AND idem_key = ? AND state = 'DONE' AND completed_at < ?")) {
+                for (String[] key : old) {
+                    ps.setString(1, key[0]);
+                    ps.setString(2, key[1]);
+                    Sql.set(ps, 3, before);
+                    ps.addBatch();
+                }
+                for (int rows : ps.executeBatch()) {
+                    deleted += Math.max(rows, 0);
+                }
+            }
+            return deleted;
         });
     }
 
@@ -179,10 +227,12 @@ public final class IdempotencyKeys {
     private static final String HOLDING = Arrays.stream(PurchaseState.values()).filter(s -> !s.leavesNothing())
             .map(s -> "'" + s.name() + "'").collect(Collectors.joining(", ", "(", ")"));
 
-    private static Claim existing(Connection c, String key, String fingerprint, Instant staleBefore) throws SQLException {
-        try (PreparedStatement ps = c.prepareStatement(
-                "SELECT request_hash, state, status, content_type, location, body, created_at FROM idempotency_keys WHERE idem_key = ?")) {
-            ps.setString(1, key);
+    private static Claim existing(Connection c, String client, String key, String fingerprint, Instant staleBefore)
+            throws SQLException {
+        try (PreparedStatement ps = c.prepareStatement("SELECT request_hash, state, status, content_type, location, body, created_at "
+                                                       + "FROM idempotency_keys WHERE client_name = ? AND idem_key = ?")) {
+            ps.setString(1, client);
+            ps.setString(2, key);
             try (ResultSet rs = ps.executeQuery()) {
                 if (!rs.next()) {
                     // Claimed and let go between our insert and this read: the caller may try again.

@@ -130,6 +130,21 @@ final class PurchaseAnswers {
                 + "try again after Retry-After", Map.of(), retryAfter, null));
     }
 
+    /** 429: this client already has as many purchases in flight on this instance as its key allows. */
+    Answer clientLimit(int limit) {
+        return problem(new Problem(429, "client-limit", "Too many purchases in flight",
+                "This client already has " + limit + " purchases in flight on this server, the limit of its key; nothing was "
+                + "reserved or charged, try again after Retry-After", Map.of("maxInFlight", limit),
+                lastseat.config.AccessConfig.LIMIT_RETRY_AFTER, null));
+    }
+
+    /** 201 once confirmed, 202 while it is not over (its payment unknown or unresolved), 200 otherwise; the state says which. */
+    static Reply current(PurchaseView view) {
+        PurchaseState state = PurchaseState.valueOf(view.state());
+        int status = state == PurchaseState.CONFIRMED ? 201 : state.terminal() ? 200 : 202;
+        return Reply.json(status, view.withoutTimeline(), "/purchases/" + view.id());
+    }
+
     Answer of(Purchases.Cancellation cancellation, String id) {
         return switch (cancellation) {
             case Purchases.Cancellation.Cancelled cancelled -> new Answer(purchase(200, cancelled.purchase()), "cancelled");

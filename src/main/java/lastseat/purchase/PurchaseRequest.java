@@ -16,7 +16,7 @@ record PurchaseRequest(String eventId, List<String> seats, Integer quantity, Buy
     }
 
     /** Checks every field; the 400 problem names the first that is wrong. */
-    Order toOrder(String idempotencyKey, int maxSeats) {
+    Order toOrder(String client, String idempotencyKey, int maxSeats) {
         if (eventId == null || eventId.isBlank() || eventId.length() > 64) {
             throw invalid("eventId is required (at most 64 characters)");
         }
@@ -37,7 +37,7 @@ record PurchaseRequest(String eventId, List<String> seats, Integer quantity, Buy
             throw invalid("paymentToken is required (1-100 letters, digits, '_' or '-')");
         }
         return new Order(eventId, labels, labels == null ? quantity : labels.size(),
-                         buyer.id(), buyer.email(), paymentToken, idempotencyKey);
+                         buyer.id(), buyer.email(), paymentToken, client, idempotencyKey);
     }
 
     private static Problem invalid(String detail) {

@@ -6,6 +6,8 @@ import io.helidon.webserver.http.HttpRules;
 import io.helidon.webserver.http.HttpService;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
+import lastseat.access.Caller;
+import lastseat.access.ClientLimits;
 import lastseat.config.PurchaseConfig;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
@@ -61,6 +63,7 @@ public final class PurchaseRoutes implements HttpService {
     private final PurchaseAnswers answers;
     private final Pace pace;
     private final Admission admission;
+    private final ClientLimits limits = new ClientLimits();
 
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
                           PurchaseConfig config, PurchaseMetrics metrics, PaymentGateway payments) {
@@ -106,12 +109,25 @@ public final class PurchaseRoutes implements HttpService {
         String key = IdempotencyKeys.require(request.headers().first(HeaderNames.create("Idempotency-Key")));
         Bodies.requireJson(request);
         byte[] body = Bodies.read(request, config.maxBodyBytes());
-        Order order = Json.read(body, PurchaseRequest.class).toOrder(key, config.maxSeats());
+        Order order = Json.read(body, PurchaseRequest.class).toOrder(Caller.of(request).name(), key, config.maxSeats());
         Optional<Inventory.Invalid> invalid = inventory.validate(order);
         if (invalid.isPresent()) {
             send(answers.of(invalid.get()), response, arrived);
             return;
         }
+        Caller caller = Caller.of(request);
+        Optional<ClientLimits.Slot> slot = limits.enter(caller);
+        if (slot.isEmpty()) {
+            send(answers.clientLimit(caller.maxInFlight().orElseThrow()), response, arrived);
+            return;
+        }
+        // The client's slot is held until the answer is decided, on every way out.
+        try (ClientLimits.Slot held = slot.get()) {
+            admitAndRun(key, body, order, deadline, response, arrived);
+        }
+    }
+
+    private void admitAndRun(String key, byte[] body, Order order, Deadline deadline, ServerResponse response, long arrived) {
         // Admission comes after every 4xx about the input (a bad request is answered the same way under
         // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
         Optional<Admission.Permit> claimed;
@@ -202,7 +218,7 @@ public final class PurchaseRoutes implements HttpService {
             }
             if (seen.gone().isPresent()) {
                 // Its own earlier request may be what took them: a key used before gets its own answer.
-                Optional<Turn> used = usedBefore(key, body, response);
+                Optional<Turn> used = usedBefore(key, order.client(), body, response);
                 if (used.isPresent()) {
                     return used.get();
                 }
@@ -217,14 +233,14 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /** The answer a key used before gets without a place (a replay, in flight, reused); empty for a new key. */
-    private Optional<Turn> usedBefore(String key, byte[] body, ServerResponse response) {
-        if (!keys.known(key)) {
+    private Optional<Turn> usedBefore(String key, String client, byte[] body, ServerResponse response) {
+        if (!keys.known(client, key)) {
             return Optional.empty();
         }
-        IdempotencyKeys.Claim claim = keys.claim(key, IdempotencyKeys.fingerprint(body));
+        IdempotencyKeys.Claim claim = keys.claim(client, key, IdempotencyKeys.fingerprint(body));
         return switch (claim) {
             case IdempotencyKeys.Claim.Fresh fresh -> {
-                end(key, keys.forget(key, fresh.token()));
+                end(key, keys.forget(client, key, fresh.token()));
                 yield Optional.empty();
             }
             // Its process stopped before answering; the retry that has a place resumes it.
@@ -339,7 +355,7 @@ public final class PurchaseRoutes implements HttpService {
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
     private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response,
                                             PurchaseFlow.Progress progress) {
-        IdempotencyKeys.Claim claim = keys.claim(key, IdempotencyKeys.fingerprint(body));
+        IdempotencyKeys.Claim claim = keys.claim(order.client(), key, IdempotencyKeys.fingerprint(body));
         return switch (claim) {
             case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress);
             case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress);
@@ -364,12 +380,12 @@ public final class PurchaseRoutes implements HttpService {
      */
     private PurchaseAnswers.Answer resume(String key, IdempotencyKeys.Claim.Abandoned abandoned, Order order, Deadline deadline,
                                           PurchaseFlow.Progress progress) {
-        Optional<String> id = purchases.byKey(key);
+        Optional<String> id = purchases.byKey(order.client(), key);
         Optional<PurchaseState> state = id.flatMap(purchases::stateOf);
         if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
             return answers.inFlight(key);
         }
-        Optional<String> token = keys.takeOver(key, abandoned.claimedAt());
+        Optional<String> token = keys.takeOver(order.client(), key, abandoned.claimedAt());
         if (token.isEmpty()) {
             return answers.inFlight(key);
         }
@@ -377,7 +393,7 @@ public final class PurchaseRoutes implements HttpService {
             return runFresh(key, token.get(), order, deadline, progress);
         }
         Reply reply = current(id.get());
-        end(key, keys.complete(key, token.get(), reply));
+        end(key, keys.complete(order.client(), key, token.get(), reply));
         return new PurchaseAnswers.Answer(reply, "resumed");
     }
 
@@ -393,7 +409,7 @@ public final class PurchaseRoutes implements HttpService {
             Thread.currentThread().interrupt();
             // The server is stopping past its grace, and the payment may have left: never "nothing was
             // charged". The key stays in flight; recovery settles the purchase and the key's retry tells it.
-            return new PurchaseAnswers.Answer(stopping(key), "pending");
+            return new PurchaseAnswers.Answer(stopping(order.client(), key), "pending");
         } catch (RuntimeException e) {
             // The flow lets a failure out only when nothing was reserved.
             LOG.log(Level.SEVERE, "purchase failed before anything was reserved", e);
@@ -402,7 +418,8 @@ public final class PurchaseRoutes implements HttpService {
         }
         try {
             Reply reply = answer.reply();
-            end(key, RETRYABLE.contains(reply.status()) ? keys.forget(key, token) : keys.complete(key, token, reply));
+            end(key, RETRYABLE.contains(reply.status()) ? keys.forget(order.client(), key, token)
+                                                         : keys.complete(order.client(), key, token, reply));
         } catch (RuntimeException e) {
             // The buyer still gets the real outcome; the key stays in flight, so a retry with it is
             // refused (409) rather than run again: it must not become a second purchase.
@@ -426,10 +443,10 @@ public final class PurchaseRoutes implements HttpService {
      * The answer to a purchase cut by the server's stop: 202, with the purchase if one was made, for
      * the key's retry to follow. The read runs with the interrupt cleared and the flag is set again.
      */
-    private Reply stopping(String key) {
+    private Reply stopping(String client, String key) {
         boolean interrupted = Thread.interrupted();
         try {
-            Optional<String> id = purchases.byKey(key);
+            Optional<String> id = purchases.byKey(client, key);
             if (id.isPresent()) {
                 return current(id.get());
             }
@@ -451,17 +468,14 @@ public final class PurchaseRoutes implements HttpService {
         return location == null ? pending : current(location.substring(location.lastIndexOf('/') + 1));
     }
 
-    /** 201 once confirmed, 202 while it is not over (its payment unknown or unresolved), 200 otherwise; the state says which. */
+    /** The purchase's answer as it stands now ({@link PurchaseAnswers#current}). */
     private Reply current(String id) {
-        PurchaseView view = purchases.find(id).orElseThrow().withoutTimeline();
-        PurchaseState state = PurchaseState.valueOf(view.state());
-        int status = state == PurchaseState.CONFIRMED ? 201 : state.terminal() ? 200 : 202;
-        return Reply.json(status, view, "/purchases/" + id);
+        return PurchaseAnswers.current(purchases.find(id).orElseThrow());
     }
 
     private void cancel(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
-        answers.of(purchases.cancel(id), id).reply().send(response);
+        answers.of(purchases.cancel(id, Optional.of(Caller.of(request).name())), id).reply().send(response);
     }
 
     /** The keys this process claims, for tests that run a claimed purchase by hand. */
@@ -484,10 +498,11 @@ public final class PurchaseRoutes implements HttpService {
             throw Problem.badRequest("unknown-state", "There is no state " + shown + "; the states are " + String.join(", ", states()));
         }
         PurchaseState state = PurchaseState.valueOf(name);
+        Optional<String> client = only(Caller.of(request));
         Map<String, Object> body = new LinkedHashMap<>();
         body.put("state", state.name());
-        body.put("count", purchases.count(state).count());
-        body.put("items", purchases.list(state));
+        body.put("count", purchases.count(state, client).count());
+        body.put("items", purchases.list(state, client));
         Reply.json(200, body, null).send(response);
     }
 
@@ -497,8 +512,14 @@ public final class PurchaseRoutes implements HttpService {
 
     private void find(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
-        PurchaseView view = purchases.find(id)
+        // Another client's purchase is answered exactly as one that does not exist.
+        PurchaseView view = purchases.find(id, only(Caller.of(request)))
                 .orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase " + id));
         Reply.json(200, view, null).send(response);
+    }
+
+    /** Whose purchases a caller sees: a client its own, the operator everyone's. */
+    private static Optional<String> only(Caller caller) {
+        return caller.operator() ? Optional.empty() : Optional.of(caller.name());
     }
 }

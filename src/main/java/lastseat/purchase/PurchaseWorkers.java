@@ -1,7 +1,9 @@
 package lastseat.purchase;
 
+import lastseat.config.IdempotencyConfig;
 import lastseat.config.PurchaseConfig;
 import lastseat.config.ReconcileConfig;
+import lastseat.idempotency.IdempotencyKeys;
 import lastseat.payment.PaymentGateway;
 import lastseat.work.Worker;
 
@@ -10,8 +12,8 @@ import java.time.Duration;
 
 /**
  * The purchase's background jobs of this instance: the {@link Sweeper} (expiry, recovery of what a
- * stopped process left; its first run at start-up) and the {@link Reconciler} of unknown payments.
- * Closing stops both, each after the pass in progress.
+ * stopped process left; its first run at start-up), the {@link Reconciler} of unknown payments and the
+ * {@link KeyKeeper} of Idempotency-Keys. Closing stops them, each after the pass in progress.
  */
 public final class PurchaseWorkers implements AutoCloseable {
     private final Sweeper sweeper;
@@ -19,23 +21,29 @@ public final class PurchaseWorkers implements AutoCloseable {
     private final Purchases purchases;
     private final Duration sweepInterval;
     private final Duration reconcileInterval;
+    private final KeyKeeper keyKeeper;
+    private final Duration keepInterval;
     private Worker sweeping;
     private Worker reconciling;
+    private Worker keeping;
 
     /** {@code abandonedAge}: {@code LastseatConfig.abandonedAge}, past which the sweeper recovers a purchase. */
     public PurchaseWorkers(Purchases purchases, PaymentGateway payments, PurchaseConfig purchase, Duration abandonedAge,
-                           ReconcileConfig reconcile, Clock clock) {
+                           ReconcileConfig reconcile, IdempotencyKeys keys, IdempotencyConfig idempotency, Clock clock) {
         this.purchases = purchases;
         this.sweeper = new Sweeper(purchases, purchase.sweepBatch(), abandonedAge, clock);
         this.reconciler = new Reconciler(purchases, payments, reconcile, clock);
         this.sweepInterval = purchase.sweepInterval();
         this.reconcileInterval = reconcile.interval();
+        this.keyKeeper = new KeyKeeper(keys, purchases, idempotency);
+        this.keepInterval = idempotency.pruneInterval();
     }
 
     public synchronized void start() {
         if (sweeping == null) {
             sweeping = Worker.start("sweeper", sweepInterval, sweeper::sweep);
             reconciling = Worker.start("reconciler", reconcileInterval, reconciler::reconcile);
+            keeping = Worker.start("key-keeper", keepInterval, keyKeeper::keep);
         }
     }
 
@@ -61,11 +69,16 @@ public final class PurchaseWorkers implements AutoCloseable {
         return reconciler.reconcile();
     }
 
+    int keepKeysNow() {
+        return keyKeeper.keep();
+    }
+
     @Override
     public synchronized void close() {
         if (sweeping != null) {
             sweeping.close();
             reconciling.close();
+            keeping.close();
         }
     }
 }

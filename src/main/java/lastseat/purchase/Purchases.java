@@ -148,10 +148,10 @@ public final class Purchases {
     private void insertHeld(Connection c, String purchaseId, Order order, Inventory.Claim.Claimed claimed, Instant expiresAt)
             throws SQLException {
         Instant now = clock.instant();
-        Sql.update(c, "INSERT INTO purchases (id, event_id, state, idempotency_key, buyer_id, buyer_email, payment_token, "
+        Sql.update(c, "INSERT INTO purchases (id, event_id, state, client_name, idempotency_key, buyer_id, buyer_email, payment_token, "
                       + "seat_count, amount, currency, hold_expires_at, created_at, updated_at) "
-                      + "VALUES (?, ?, 'HELD', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                   purchaseId, order.eventId(), order.idempotencyKey(), order.buyerId(), order.buyerEmail(),
+                      + "VALUES (?, ?, 'HELD', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                   purchaseId, order.eventId(), order.client(), order.idempotencyKey(), order.buyerId(), order.buyerEmail(),
                    order.paymentToken(), claimed.labels().size(), claimed.amount(), claimed.currency(),
                    expiresAt, now, now);
         try (PreparedStatement ps = c.prepareStatement("INSERT INTO purchase_seats (purchase_id, event_id, label) VALUES (?, ?, ?)")) {
@@ -225,8 +225,14 @@ public final class Purchases {
         }
     }
 
-    /** HELD → RELEASED because the buyer changed their mind; refused, naming the state, otherwise. */
-    Cancellation cancel(String id) {
+    /**
+     * HELD → RELEASED because the buyer changed their mind; refused, naming the state, otherwise. With
+     * {@code client}, only that client's purchase: another's is {@link Cancellation.Unknown}, as if it did not exist.
+     */
+    Cancellation cancel(String id, Optional<String> client) {
+        if (client.isPresent() && !client.equals(clientOf(id))) {
+            return new Cancellation.Unknown();
+        }
         Moved moved = db.inTransaction(c -> move(c, Transition.RELEASE_HOLD, id,
                 Change.by(clock, "cancel", "released by the buyer").because("cancelled by the buyer")));
         if (moved instanceof Moved.Refused refused) {
@@ -512,30 +518,43 @@ public final class Purchases {
     }
 
     Count count(PurchaseState state) {
+        return count(state, Optional.empty());
+    }
+
+    /** As {@link #count(PurchaseState)}, of {@code client}'s purchases only when given. */
+    Count count(PurchaseState state, Optional<String> client) {
         String since = state.paymentOpen() ? "unknown_since" : "updated_at";
-        return db.read(c -> Sql.list(c, "SELECT COUNT(*), MIN(" + since + ") FROM purchases WHERE state = ?",
+        return db.read(c -> Sql.list(c, "SELECT COUNT(*), MIN(" + since + ") FROM purchases WHERE state = ?"
+                                        + (client.isPresent() ? " AND client_name = ?" : ""),
                                      rs -> {
                                          OffsetDateTime oldest = rs.getObject(2, OffsetDateTime.class);
                                          return new Count(rs.getInt(1), oldest == null ? Duration.ZERO
                                                  : Duration.between(oldest.toInstant(), clock.instant()));
-                                     }, state.name()).getFirst());
+                                     }, client.map(name -> new Object[] {state.name(), name}).orElse(new Object[] {state.name()}))
+                .getFirst());
+    }
+
+    /** The client that made the purchase; empty when there is no such purchase. */
+    Optional<String> clientOf(String id) {
+        return db.read(c -> Sql.list(c, "SELECT client_name FROM purchases WHERE id = ?", rs -> rs.getString(1), id).stream().findFirst());
     }
 
     /** One purchase as an operator's list shows it. */
     record Listed(String id, String state, String eventId, String since, long ageSeconds, String reason) {
     }
 
-    /** Purchases in {@code state}, oldest first, at most {@value #MAX_LISTED}. */
-    List<Listed> list(PurchaseState state) {
+    /** Purchases in {@code state} ({@code client}'s only, when given), oldest first, at most {@value #MAX_LISTED}. */
+    List<Listed> list(PurchaseState state, Optional<String> client) {
         String since = state.paymentOpen() ? "COALESCE(unknown_since, updated_at)" : "updated_at";
         Instant now = clock.instant();
         return db.read(c -> Sql.list(c, "SELECT id, state, event_id, " + since + " AS since, reason FROM purchases WHERE state = ? "
+                                        + (client.isPresent() ? "AND client_name = ? " : "")
                                         + "ORDER BY since, id FETCH FIRST " + MAX_LISTED + " ROWS ONLY",
                                      rs -> {
                                          Instant at = Sql.instant(rs, 4);
                                          return new Listed(rs.getString(1), rs.getString(2), rs.getString(3), at.toString(),
                                                            Duration.between(at, now).toSeconds(), rs.getString(5));
-                                     }, state.name()));
+                                     }, client.map(name -> new Object[] {state.name(), name}).orElse(new Object[] {state.name()})));
     }
 
     // --- reads ---
@@ -559,17 +578,27 @@ public final class Purchases {
                 .stream().findFirst();
     }
 
-    /** The newest purchase made with this Idempotency-Key, if any. */
-    Optional<String> byKey(String key) {
-        return db.read(c -> Sql.list(c, "SELECT id FROM purchases WHERE idempotency_key = ? ORDER BY created_at DESC "
-                                        + "FETCH FIRST 1 ROWS ONLY", rs -> rs.getString(1), key).stream().findFirst());
+    /** The newest purchase {@code client} made with this Idempotency-Key, if any. */
+    Optional<String> byKey(String client, String key) {
+        return db.read(c -> Sql.list(c, "SELECT id FROM purchases WHERE client_name = ? AND idempotency_key = ? "
+                                        + "ORDER BY created_at DESC FETCH FIRST 1 ROWS ONLY", rs -> rs.getString(1), client, key)
+                .stream().findFirst());
     }
 
     public Optional<PurchaseView> find(String id) {
+        return find(id, Optional.empty());
+    }
+
+    /** The purchase, if it exists and, when {@code client} is given, that client made it (else empty: as if it did not exist). */
+    public Optional<PurchaseView> find(String id, Optional<String> client) {
         return db.read(c -> {
             try (PreparedStatement ps = c.prepareStatement(
-                    "SELECT state, event_id, amount, tax, currency, reason, hold_expires_at FROM purchases WHERE id = ?")) {
+                    "SELECT state, event_id, amount, tax, currency, reason, hold_expires_at FROM purchases WHERE id = ?"
+                    + (client.isPresent() ? " AND client_name = ?" : ""))) {
                 ps.setString(1, id);
+                if (client.isPresent()) {
+                    ps.setString(2, client.get());
+                }
                 try (ResultSet rs = ps.executeQuery()) {
                     if (!rs.next()) {
                         return Optional.empty();

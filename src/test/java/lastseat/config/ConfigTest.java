@@ -190,7 +190,8 @@ class ConfigTest {
         }
         assertThat(fallsBack).containsOnlyKeys("outside.base-url", "checks.fraud-path", "checks.tax-path", "payment.path",
                                                "outbox.email-path", "outbox.refund-path", "db.user", "db.password",
-                                               "drills.enabled", "demo.create-event");
+                                               "drills.enabled", "demo.create-event", "demo.create-keys",
+                                               "access.operator-key");
     }
 
     @Test

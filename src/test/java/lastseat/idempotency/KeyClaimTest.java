@@ -51,33 +51,33 @@ class KeyClaimTest {
 
     @Test
     void aRequestThatOutlivedItsClaimCanNeitherStoreOverNorDeleteItsSuccessorsClaim() {
-        String first = fresh(keys.claim(key, "body"));
+        String first = fresh(keys.claim(CLIENT, key, "body"));
         clock.advance(STALE_AFTER.plusSeconds(1));
-        IdempotencyKeys.Claim.Abandoned abandoned = (IdempotencyKeys.Claim.Abandoned) keys.claim(key, "body");
-        String second = keys.takeOver(key, abandoned.claimedAt()).orElseThrow();
+        IdempotencyKeys.Claim.Abandoned abandoned = (IdempotencyKeys.Claim.Abandoned) keys.claim(CLIENT, key, "body");
+        String second = keys.takeOver(CLIENT, key, abandoned.claimedAt()).orElseThrow();
 
-        IdempotencyKeys.Ending lateForget = keys.forget(key, first);
-        IdempotencyKeys.Ending lateComplete = keys.complete(key, first, reply(503, "late"));
+        IdempotencyKeys.Ending lateForget = keys.forget(CLIENT, key, first);
+        IdempotencyKeys.Ending lateComplete = keys.complete(CLIENT, key, first, reply(503, "late"));
 
         assertThat(lateForget).isEqualTo(IdempotencyKeys.Ending.LOST);
         assertThat(lateComplete).isEqualTo(IdempotencyKeys.Ending.LOST);
-        assertThat(keys.claim(key, "body")).as("the successor's claim is still in flight")
+        assertThat(keys.claim(CLIENT, key, "body")).as("the successor's claim is still in flight")
                 .isInstanceOf(IdempotencyKeys.Claim.InFlight.class);
         assertThat(state()).isEqualTo("IN_FLIGHT");
-        assertThat(keys.complete(key, second, reply(201, "ours"))).isEqualTo(IdempotencyKeys.Ending.STORED);
-        IdempotencyKeys.Claim replay = keys.claim(key, "body");
+        assertThat(keys.complete(CLIENT, key, second, reply(201, "ours"))).isEqualTo(IdempotencyKeys.Ending.STORED);
+        IdempotencyKeys.Claim replay = keys.claim(CLIENT, key, "body");
         assertThat(replay).isInstanceOfSatisfying(IdempotencyKeys.Claim.Replay.class,
                 r -> assertThat(new String(r.reply().body(), StandardCharsets.UTF_8)).isEqualTo("ours"));
     }
 
     @Test
     void ofTwoRetriesTakingOverOneAbandonedKeyOnlyOneGetsIt() {
-        fresh(keys.claim(key, "body"));
+        fresh(keys.claim(CLIENT, key, "body"));
         clock.advance(STALE_AFTER.plusSeconds(1));
-        IdempotencyKeys.Claim.Abandoned abandoned = (IdempotencyKeys.Claim.Abandoned) keys.claim(key, "body");
+        IdempotencyKeys.Claim.Abandoned abandoned = (IdempotencyKeys.Claim.Abandoned) keys.claim(CLIENT, key, "body");
 
-        var one = keys.takeOver(key, abandoned.claimedAt());
-        var other = keys.takeOver(key, abandoned.claimedAt());
+        var one = keys.takeOver(CLIENT, key, abandoned.claimedAt());
+        var other = keys.takeOver(CLIENT, key, abandoned.claimedAt());
 
         assertThat(one).isPresent();
         assertThat(other).isEmpty();
@@ -86,19 +86,21 @@ class KeyClaimTest {
     @ParameterizedTest(name = "{0}")
     @EnumSource(PurchaseState.class)
     void aKeyIsLetGoOnlyWhenItsPurchaseHoldsNothing(PurchaseState state) {
-        String token = fresh(keys.claim(key, "body"));
+        String token = fresh(keys.claim(CLIENT, key, "body"));
         purchaseWithKey(state);
 
-        IdempotencyKeys.Ending ending = keys.forget(key, token);
+        IdempotencyKeys.Ending ending = keys.forget(CLIENT, key, token);
 
         if (state.leavesNothing()) {
             assertThat(ending).isEqualTo(IdempotencyKeys.Ending.LET_GO);
-            assertThat(keys.claim(key, "body")).as("a retry runs afresh").isInstanceOf(IdempotencyKeys.Claim.Fresh.class);
+            assertThat(keys.claim(CLIENT, key, "body")).as("a retry runs afresh").isInstanceOf(IdempotencyKeys.Claim.Fresh.class);
         } else {
             assertThat(ending).as("a %s purchase holds seats or money", state).isEqualTo(IdempotencyKeys.Ending.KEPT);
             assertThat(state()).isEqualTo("IN_FLIGHT");
         }
     }
+
+    private static final String CLIENT = "shop";
 
     private static String fresh(IdempotencyKeys.Claim claim) {
         assertThat(claim).isInstanceOf(IdempotencyKeys.Claim.Fresh.class);
@@ -118,10 +120,10 @@ class KeyClaimTest {
         OffsetDateTime now = clock.instant().atOffset(ZoneOffset.UTC);
         db.inTransaction(c -> {
             Sql.update(c, "INSERT INTO events (id, name, capacity, price, currency, created_at) VALUES ('e', 'E', 1, 1, 'EUR', ?)", now);
-            return Sql.update(c, "INSERT INTO purchases (id, event_id, state, idempotency_key, buyer_id, buyer_email, payment_token, "
+            return Sql.update(c, "INSERT INTO purchases (id, event_id, state, client_name, idempotency_key, buyer_id, buyer_email, payment_token, "
                                  + "seat_count, amount, currency, hold_expires_at, created_at, updated_at) "
-                                 + "VALUES (?, 'e', ?, ?, 'ada', 'ada@example.com', 'tok', 1, 1, 'EUR', ?, ?, ?)",
-                              UUID.randomUUID().toString(), state.name(), key, now, now, now);
+                                 + "VALUES (?, 'e', ?, ?, ?, 'ada', 'ada@example.com', 'tok', 1, 1, 'EUR', ?, ?, ?)",
+                              UUID.randomUUID().toString(), state.name(), CLIENT, key, now, now, now);
         });
     }
 }

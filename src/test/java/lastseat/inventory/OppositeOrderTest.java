@@ -192,7 +192,7 @@ class OppositeOrderTest {
 
     private static Order order(String event, List<String> seats) {
         String buyer = "buyer-" + UUID.randomUUID();
-        return new Order(event, seats, seats.size(), buyer, buyer + "@example.com", "tok_ok", UUID.randomUUID().toString());
+        return new Order(event, seats, seats.size(), buyer, buyer + "@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString());
     }
 
     /** UNSAFE: the same claim as {@link Inventory#claim}, in one transaction, but in the order asked. */

@@ -19,6 +19,7 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 import java.net.URI;
+import lastseat.testkit.Instance;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -52,7 +53,9 @@ class OutboxRoutesTest {
                 })
                 .build()
                 .start();
-        client = new LastseatClient(URI.create("http://127.0.0.1:" + server.port()));
+        URI uri = URI.create("http://127.0.0.1:" + server.port());
+        // A routing of its own, without the access filter: any key, or none, is let through.
+        client = new LastseatClient(new Instance(uri, uri, Instance.DEMO_OPERATOR_KEY, Instance.DEMO_CLIENT_KEY));
     }
 
     @AfterAll

@@ -160,7 +160,7 @@ class ExpiryAndCancelTest {
 
     private Hold hold(String seat) {
         return ((Purchases.Reservation.Held) app.services().purchases().reserve(new Order(event, List.of(seat), 1, "ada",
-                "ada@example.com", "tok_ok", UUID.randomUUID().toString()))).hold();
+                "ada@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()))).hold();
     }
 
     private static void awaitExpiry(Hold hold) {

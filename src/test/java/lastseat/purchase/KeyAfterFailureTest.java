@@ -71,7 +71,8 @@ class KeyAfterFailureTest {
 
     @Test
     void aFailedCheckWhoseReleaseCannotBeWrittenKeepsTheKeyUntilItsHoldIsGone() throws Exception {
-        app.stubs().stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500)));
+        // The failure comes after a while, not at once: the test must see the hold before the flow releases it.
+        app.stubs().stubFor(post(urlPathEqualTo("/tax/quotes")).atPriority(1).willReturn(aResponse().withStatus(500).withFixedDelay(300)));
 
         Answer answer = whileItsRowIsLocked();
         Answer retry = app.client().purchaseSeats(key, event, "A1");

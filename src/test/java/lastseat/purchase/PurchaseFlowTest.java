@@ -264,7 +264,7 @@ class PurchaseFlowTest {
 
     private static Order order(String event, String buyer, String token, String seat, int quantity) {
         return new Order(event, seat == null ? null : List.of(seat), quantity, buyer, buyer + "@example.com", token,
-                         UUID.randomUUID().toString());
+                         "demo-shop", UUID.randomUUID().toString());
     }
 
     private String onlyPurchase(String event) {

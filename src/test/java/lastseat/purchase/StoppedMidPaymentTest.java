@@ -42,8 +42,8 @@ class StoppedMidPaymentTest {
         String key = UUID.randomUUID().toString();
         byte[] body = ("{\"eventId\":\"" + event + "\"}").getBytes();
         PurchaseRoutes routes = app.services().purchaseRoutes();
-        String token = ((IdempotencyKeys.Claim.Fresh) routes.keys().claim(key, IdempotencyKeys.fingerprint(body))).token();
-        Order order = new Order(event, List.of("A1"), 1, "ada", "ada@example.com", "tok_ok", key);
+        String token = ((IdempotencyKeys.Claim.Fresh) routes.keys().claim("demo-shop", key, IdempotencyKeys.fingerprint(body))).token();
+        Order order = new Order(event, List.of("A1"), 1, "ada", "ada@example.com", "tok_ok", "demo-shop", key);
         AtomicReference<Reply> reply = new AtomicReference<>();
 
         Thread buyer = Thread.ofVirtual().start(() -> reply.set(routes.runFresh(key, token, order,

@@ -125,7 +125,7 @@ class TransitionTableTest {
     /** A purchase of the one seat of {@code event}, put in {@code state} with its seat where that state has it. */
     private static String purchaseIn(String event, PurchaseState state, boolean holdExpired) {
         Hold hold = ((Purchases.Reservation.Held) app.purchases.reserve(new Order(event, List.of("A1"), 1, "ada",
-                "ada@example.com", "tok_ok", UUID.randomUUID().toString()))).hold();
+                "ada@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()))).hold();
         String seat = state.terminal() ? (state == PurchaseState.CONFIRMED ? "SOLD" : "AVAILABLE") : "HELD";
         app.database.inTransaction(c -> {
             Sql.update(c, "UPDATE purchases SET state = ?, hold_expires_at = ? WHERE id = ?", state.name(),

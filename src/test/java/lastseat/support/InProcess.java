@@ -5,6 +5,7 @@ import io.helidon.config.ConfigSources;
 import lastseat.checks.Checks;
 import lastseat.config.LastseatConfig;
 import lastseat.db.Database;
+import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.NewEvent;
 import lastseat.outbox.OutboxWorker;
@@ -42,6 +43,7 @@ public final class InProcess implements AutoCloseable {
     public final Purchases purchases;
     public final PaymentGateway payments;
     public final PurchaseFlow flow;
+    public final IdempotencyKeys keys;
     public final PurchaseWorkers workers;
     public final OutboxWorker outbox;
 
@@ -54,7 +56,9 @@ public final class InProcess implements AutoCloseable {
         this.purchases = new Purchases(database, inventory, clock, config.purchase().holdTtl(), config.reconcile().settleTime());
         this.payments = new PaymentGateway(outside, config.payment());
         this.flow = new PurchaseFlow(new Checks(outside, config.checks()), payments, purchases, config.purchase(), clock);
-        this.workers = new PurchaseWorkers(purchases, payments, config.purchase(), config.abandonedAge(), config.reconcile(), clock);
+        this.keys = new IdempotencyKeys(database, clock, config.abandonedAge());
+        this.workers = new PurchaseWorkers(purchases, payments, config.purchase(), config.abandonedAge(), config.reconcile(),
+                                           keys, config.idempotency(), clock);
         this.outbox = new OutboxWorker(database, outside, config.outbox(), clock);
     }
 

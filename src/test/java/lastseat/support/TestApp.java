@@ -6,6 +6,7 @@ import io.helidon.config.ConfigSources;
 import lastseat.Main;
 import lastseat.Services;
 import lastseat.testkit.InFlight;
+import lastseat.testkit.Instance;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.Ledger;
 import lastseat.testkit.StubServer;
@@ -39,7 +40,7 @@ public final class TestApp implements AutoCloseable {
     private TestApp(WireMockServer stubs, Main.Running running, Path dataDir) {
         this.stubs = stubs;
         this.running = running;
-        this.client = new LastseatClient(URI.create("http://127.0.0.1:" + running.port()));
+        this.client = new LastseatClient(Instance.local(running.port(), running.adminPort()));
         this.db = new Db(running.services().db());
     }
 
@@ -70,6 +71,9 @@ public final class TestApp implements AutoCloseable {
         Map<String, String> settings = new HashMap<>();
         settings.put("server.port", "0");
         settings.put("server.host", "127.0.0.1");
+        settings.put("access.admin-port", "0");
+        // The demo's fixed keys (Instance.DEMO_*): the operator's, and the client "demo-shop" every test buys as.
+        settings.put("demo.create-keys", "true");
         settings.put("outside.base-url", "http://127.0.0.1:" + stubs.port());
         settings.put("db.url", "jdbc:h2:file:" + dataDir.resolve("lastseat"));
         // A call that ignored its interrupt would now overrun the deadline by a second, which every

@@ -7,6 +7,7 @@ import lastseat.Main;
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
 import lastseat.testkit.Answer;
+import lastseat.testkit.Instance;
 import lastseat.testkit.LastseatClient;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -39,7 +40,7 @@ class BadInputTest {
     private final LastseatClient client;
 
     BadInputTest(URI uri) {
-        this.client = new LastseatClient(uri);
+        this.client = new LastseatClient(new Instance(uri, uri, Instance.DEMO_OPERATOR_KEY, Instance.DEMO_CLIENT_KEY));
     }
 
     @SetUpRoute

@@ -1,6 +1,7 @@
 package lastseat.bench;
 
 import lastseat.testkit.Answer;
+import lastseat.testkit.Instance;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.StubsClient;
@@ -56,10 +57,10 @@ public final class Bench {
     private final boolean postgres;
     private final WireMockServer stubs;
     /**
-     * One JDK client for the whole run, pointed at each scenario's server with {@code on(server.url())};
+     * One JDK client for the whole run, pointed at each scenario's server with {@code on(server.instance())};
      * a purchase may wait for a minute before the load generator counts it as failed.
      */
-    final LastseatClient lastseat = new LastseatClient(URI.create("http://127.0.0.1/"), LastseatClient.CONNECT_TIMEOUT,
+    final LastseatClient lastseat = new LastseatClient(Instance.local(1, 1), LastseatClient.CONNECT_TIMEOUT,
                                                                Duration.ofSeconds(60));
     private final List<Row> rows = new ArrayList<>();
 
@@ -419,7 +420,7 @@ public final class Bench {
 
     /** One purchase of any one seat through the shared client; see {@link #purchase(LastseatClient, String, String)}. */
     Answer purchase(ServerProcess server, String event) {
-        return purchase(lastseat.on(server.url()), event, "bench");
+        return purchase(lastseat.on(server.instance()), event, "bench");
     }
 
     /** One purchase of any one seat; a failed exchange is an answer too (599, or 598 when interrupted), counted by its status. */
@@ -446,7 +447,7 @@ public final class Bench {
     }
 
     String newEvent(ServerProcess server, int capacity) {
-        return lastseat.on(server.url()).newEvent(capacity);
+        return lastseat.on(server.instance()).newEvent(capacity);
     }
 
     ServerProcess server(String label, Map<String, String> settings) throws IOException {
@@ -482,7 +483,7 @@ public final class Bench {
         if (settled) {
             jcmd(server, "GC.run");
         }
-        OptionalDouble heap = lastseat.on(server.url()).metric("memory_usedHeap_bytes");
+        OptionalDouble heap = lastseat.on(server.instance()).metric("memory_usedHeap_bytes");
         return heap.isPresent() ? (long) heap.getAsDouble() : -1L;
     }
 

@@ -84,7 +84,7 @@ final class OnSale {
         for (int round = 1; round <= rounds; round++) {
             String event = bench.newEvent(server, 1);
             long start = System.nanoTime();
-            List<Answer> answers = burst(buyers, i -> server.url(), event, "round" + round);
+            List<Answer> answers = burst(buyers, i -> server.instance(), event, "round" + round);
             double seconds = (System.nanoTime() - start) / 1e9;
             boolean truth = count(answers, 201) == 1 && count(answers, 409) == buyers - 1;
             exact += truth ? 1 : 0;
@@ -211,7 +211,7 @@ final class OnSale {
                  ServerProcess b = ServerProcess.start(dir.resolve("b"), bench.stubsUri(), settings)) {
                 String event = bench.newEvent(a, seats);
                 long start = System.nanoTime();
-                List<Answer> answers = burst(buyers, i -> i % 2 == 0 ? a.url() : b.url(), event, "pg");
+                List<Answer> answers = burst(buyers, i -> i % 2 == 0 ? a.instance() : b.instance(), event, "pg");
                 double seconds = (System.nanoTime() - start) / 1e9;
                 List<Answer> atA = new ArrayList<>();
                 List<Answer> atB = new ArrayList<>();
@@ -242,7 +242,7 @@ final class OnSale {
      * {@code n} buyers of one seat each, released together, buyer {@code i} at {@code target(i)} on a JDK
      * client of its own (so a connection of its own), made before the release and closed after the answers.
      */
-    private static List<Answer> burst(int n, IntFunction<URI> target, String event, String label) throws InterruptedException {
+    private static List<Answer> burst(int n, IntFunction<lastseat.testkit.Instance> target, String event, String label) throws InterruptedException {
         List<LastseatClient> clients = new ArrayList<>(n);
         try {
             for (int i = 0; i < n; i++) {
@@ -295,7 +295,7 @@ final class OnSale {
     }
 
     private LastseatClient client(ServerProcess server) {
-        return bench.lastseat.on(server.url());
+        return bench.lastseat.on(server.instance());
     }
 
     private static int count(List<Answer> answers, int status) {

@@ -2,6 +2,7 @@ package lastseat.drills;
 
 import java.io.PrintStream;
 import java.net.URI;
+import lastseat.testkit.Instance;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -63,7 +64,10 @@ public final class Drills {
         if (options.containsKey("check-arguments")) {
             return;
         }
-        Target target = new Target(URI.create(options.getOrDefault("url", "http://127.0.0.1:8080")),
+        Target target = new Target(new Instance(URI.create(options.getOrDefault("url", "http://127.0.0.1:8080")),
+                                                URI.create(options.getOrDefault("admin-url", "http://127.0.0.1:8081")),
+                                                options.getOrDefault("operator-key", Instance.DEMO_OPERATOR_KEY),
+                                                options.getOrDefault("client-key", Instance.DEMO_CLIENT_KEY)),
                                    URI.create(options.getOrDefault("stubs", "http://127.0.0.1:8089")));
         Settings settings = Settings.defaults();
         if (options.containsKey("deadline")) {
@@ -125,7 +129,8 @@ public final class Drills {
                 options.put("check-arguments", "true");
             } else if (arg.startsWith("--")) {
                 String key = arg.substring(2);
-                if (!List.of("url", "stubs", "mode", "buyers", "deadline", "seed", "purchases").contains(key) || i + 1 >= args.length) {
+                if (!List.of("url", "admin-url", "operator-key", "client-key", "stubs", "mode", "buyers", "deadline", "seed", "purchases")
+                        .contains(key) || i + 1 >= args.length) {
                     throw new IllegalArgumentException("Unknown option or missing value: " + arg);
                 }
                 options.put(key, args[++i]);
@@ -162,7 +167,8 @@ public final class Drills {
     }
 
     private static String usage() {
-        return "usage: bin/drill <drill>... | all [--url http://host:port] [--stubs http://host:port] "
+        return "usage: bin/drill <drill>... | all [--url http://host:port] [--admin-url http://host:port] "
+               + "[--operator-key KEY] [--client-key KEY] [--stubs http://host:port] "
                + "[--mode unsafe|safe] [--buyers N] [--deadline ms] [--seed N] [--purchases N]";
     }
 }

@@ -65,7 +65,7 @@ final class LifecycleDrills {
         Path dir = tempDir("hold-expiry");
         try (ServerProcess server = ServerProcess.start(dir, target.stubs(), Map.of("purchase.hold-ttl", "1s",
                                                                                     "purchase.deadline", "5s"))) {
-            Target own = target.on(server.url());
+            Target own = target.on(server.instance());
             String warmUp = own.newEvent(10);
             Target.together(10, i -> own.buyOne(warmUp));
 
@@ -195,7 +195,7 @@ final class LifecycleDrills {
         Map<String, String> bodies = new HashMap<>();
         AtomicReference<Map<String, Integer>> atKill = new AtomicReference<>();
         try (ServerProcess first = ServerProcess.start(dir, target.stubs(), fast)) {
-            Target own = target.on(first.url());
+            Target own = target.on(first.instance());
             event = own.newEvent(buyers);
             for (int i = 0; i < buyers; i++) {
                 keys.add(UUID.randomUUID().toString());
@@ -225,7 +225,7 @@ final class LifecycleDrills {
         findings.check(atKill.get().keySet().stream().filter(OPEN::contains).count() >= 2,
                        "the kill left purchases in several open states: " + atKill.get());
         try (ServerProcess second = ServerProcess.start(dir, target.stubs(), fast)) {
-            Target own = target.on(second.url());
+            Target own = target.on(second.instance());
             long restarted = System.nanoTime();
             Map<String, Answer> answers = new HashMap<>();
             boolean answered = await(bound, () -> {

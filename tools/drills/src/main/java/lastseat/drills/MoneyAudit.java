@@ -732,7 +732,7 @@ final class MoneyAudit {
             ServerProcess process = ServerProcess.start(dir, outside, serverSettings());
             started.add(process);
             current = process;
-            Target fresh = target.on(process.url());
+            Target fresh = target.on(process.instance());
             warmUp(fresh);
             currentTarget = fresh;
         }

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import lastseat.testkit.Answer;
+import lastseat.testkit.Instance;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.StubsClient;
 import lastseat.testkit.Together;
@@ -36,7 +37,7 @@ public final class Target {
     private final LastseatClient lastseat;
     private final StubsClient wiremock;
 
-    public Target(URI service, URI stubs) {
+    public Target(Instance service, URI stubs) {
         this(new LastseatClient(service, LastseatClient.CONNECT_TIMEOUT, REQUEST_TIMEOUT), new StubsClient(stubs));
     }
 
@@ -45,8 +46,8 @@ public final class Target {
         this.wiremock = wiremock;
     }
 
-    URI service() {
-        return lastseat.base();
+    Instance service() {
+        return lastseat.instance();
     }
 
     URI stubs() {
@@ -54,7 +55,7 @@ public final class Target {
     }
 
     /** The same stubs, another lastseat (one a drill started itself). */
-    Target on(URI otherService) {
+    Target on(Instance otherService) {
         return new Target(lastseat.on(otherService), wiremock);
     }
 

@@ -42,7 +42,7 @@ class DrillsTest {
         stubs.start();
         URI stubsUri = URI.create("http://127.0.0.1:" + stubs.port());
         server = ServerProcess.start(Files.createTempDirectory("lastseat-drills-test"), stubsUri, Map.of());
-        target = new Target(server.url(), stubsUri);
+        target = new Target(server.instance(), stubsUri);
     }
 
     @AfterAll

@@ -32,7 +32,7 @@ class MoneyAuditTest {
         stubs.start();
         try {
             // The campaign starts a lastseat of its own; the target's service is never called.
-            Target target = new Target(URI.create("http://127.0.0.1:9"), URI.create("http://127.0.0.1:" + stubs.port()));
+            Target target = new Target(lastseat.testkit.Instance.local(9, 9), URI.create("http://127.0.0.1:" + stubs.port()));
             Findings.Report report = Drills.run(MoneyAudit.drill(), target, Settings.defaults().withMoneyAudit(SEED, PURCHASES));
             String lines = String.join("\n", report.lines()) + "\n" + report.json();
 

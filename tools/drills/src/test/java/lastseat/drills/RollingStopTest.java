@@ -64,7 +64,7 @@ class RollingStopTest {
         String event;
         OptionalInt exit;
         try {
-            Target target = new Target(server.url(), URI.create("http://127.0.0.1:" + stubs.port()));
+            Target target = new Target(server.instance(), URI.create("http://127.0.0.1:" + stubs.port()));
             event = target.newEvent(BUYERS * 2);
             String warmUp = target.newEvent(BUYERS);
             Target.together(BUYERS, i -> target.buyOne(warmUp));

@@ -72,7 +72,7 @@ class TwoInstancesBurstTest {
             }
         }
         for (ServerProcess server : servers) {
-            Target instance = new Target(server.url(), stubsUri);
+            Target instance = new Target(server.instance(), stubsUri);
             String warm = instance.newEvent(10);
             Target.together(10, i -> instance.buyOne(warm));
             instances.add(instance);

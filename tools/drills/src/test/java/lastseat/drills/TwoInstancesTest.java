@@ -109,7 +109,7 @@ class TwoInstancesTest {
         startBothServers();
         long startMillis = millisSince(starting);
         for (int i = 0; i < 2; i++) {
-            instances[i] = new Target(servers[i].url(), URI.create("http://" + hosts[0]));
+            instances[i] = new Target(servers[i].instance(), URI.create("http://" + hosts[0]));
             warmUp(instances[i]);
         }
         Target a = instances[0];

@@ -40,29 +40,36 @@ public final class LastseatClient implements AutoCloseable {
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final String PAYMENT_PERMITS = "lastseat_payment_bulkhead_available";
 
+    private final Instance instance;
     private final URI base;
     private final Http http;
     /** False for a view made by {@link #on}: the JDK client is its maker's to close. */
     private final boolean ownsHttp;
 
-    /** A client of the lastseat at {@code base} (its API port), with the default timeouts. */
-    public LastseatClient(URI base) {
-        this(base, CONNECT_TIMEOUT, REQUEST_TIMEOUT);
+    /** A client of {@code instance}, with the default timeouts. */
+    public LastseatClient(Instance instance) {
+        this(instance, CONNECT_TIMEOUT, REQUEST_TIMEOUT);
     }
 
-    public LastseatClient(URI base, Duration connectTimeout, Duration requestTimeout) {
-        this(base, new Http(connectTimeout, requestTimeout), true);
+    public LastseatClient(Instance instance, Duration connectTimeout, Duration requestTimeout) {
+        this(instance, new Http(connectTimeout, requestTimeout), true);
     }
 
-    private LastseatClient(URI base, Http http, boolean ownsHttp) {
-        this.base = base;
+    private LastseatClient(Instance instance, Http http, boolean ownsHttp) {
+        this.instance = instance;
+        this.base = instance.api();
         this.http = http;
         this.ownsHttp = ownsHttp;
     }
 
     /** Another lastseat (one started after a kill, a second instance) through the same JDK client and timeouts. */
-    public LastseatClient on(URI otherBase) {
-        return new LastseatClient(otherBase, http, false);
+    public LastseatClient on(Instance other) {
+        return new LastseatClient(other, http, false);
+    }
+
+    /** The same lastseat called with another client's key (a second ticket shop), through the same JDK client. */
+    public LastseatClient as(String clientKey) {
+        return on(instance.withClientKey(clientKey));
     }
 
     /** Closes the JDK client (after the exchanges under way) if this client made it; a view from {@link #on} closes nothing. */
@@ -73,8 +80,13 @@ public final class LastseatClient implements AutoCloseable {
         }
     }
 
+    /** The public port's address. */
     public URI base() {
         return base;
+    }
+
+    public Instance instance() {
+        return instance;
     }
 
     // --- events ---
@@ -103,7 +115,7 @@ public final class LastseatClient implements AutoCloseable {
 
     /** {@code GET /events/{id}}: capacity, available, held and sold. */
     public JsonNode event(String id) {
-        return ok(get("/events/" + id));
+        return ok(send("GET", base, "/events/" + id, null, null, null));
     }
 
     // --- purchases ---
@@ -150,7 +162,7 @@ public final class LastseatClient implements AutoCloseable {
 
     /** {@code POST /purchases/{id}/cancel}; 409 and 404 are answers too. */
     public Answer cancel(String purchaseId) {
-        return post("/purchases/" + purchaseId + "/cancel", null, "");
+        return send("POST", base, "/purchases/" + purchaseId + "/cancel", instance.clientKey(), null, "");
     }
 
     // --- the operator's routes ---
@@ -172,7 +184,8 @@ public final class LastseatClient implements AutoCloseable {
 
     /** {@code GET /observe/metrics} in the Prometheus text format. */
     public String metrics() {
-        Answer metrics = http.send(http.request(base, "/observe/metrics").header("Accept", "text/plain").GET().build());
+        Answer metrics = http.send(http.request(instance.admin(), "/observe/metrics").header("Accept", "text/plain")
+                                           .header("Authorization", "Bearer " + instance.operatorKey()).GET().build());
         if (metrics.status() != 200) {
             throw new IllegalStateException("GET /observe/metrics answered " + metrics.status() + ": " + metrics.body());
         }
@@ -188,7 +201,7 @@ public final class LastseatClient implements AutoCloseable {
     /** Free permits of the payment bulkhead, read from the metrics. */
     public int freePaymentPermits() {
         return (int) metric(PAYMENT_PERMITS).orElseThrow(() -> new IllegalStateException(
-                base + "/observe/metrics has no " + PAYMENT_PERMITS));
+                instance.admin() + "/observe/metrics has no " + PAYMENT_PERMITS));
     }
 
     // --- the drill endpoints (answer 404 unless drills are enabled) ---
@@ -205,26 +218,63 @@ public final class LastseatClient implements AutoCloseable {
 
     // --- raw ---
 
+    /**
+     * {@code GET path} on the port that serves it ({@link Instance#adminPath}: the admin port, else the
+     * public one), with the key its role needs: the operator's on the admin port, the client's on the public.
+     */
     public Answer get(String path) {
-        return http.send(http.request(base, path).GET().build());
+        return send("GET", portOf(path), path, keyFor("GET", path), null, null);
     }
 
-    /** A JSON body to {@code path}, with an {@code Idempotency-Key} unless {@code idempotencyKey} is null. */
+    /**
+     * A JSON body to {@code path}, with an {@code Idempotency-Key} unless {@code idempotencyKey} is null, on
+     * the port and with the key as {@link #get} (and the operator's for {@code POST /events}).
+     */
     public Answer post(String path, String idempotencyKey, String body) {
-        HttpRequest.Builder request = http.request(base, path)
-                .header("Content-Type", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+        return send("POST", portOf(path), path, keyFor("POST", path), idempotencyKey, body);
+    }
+
+    /**
+     * Exactly these headers and bytes to {@code path} (no Content-Type unless given): for tests of bad input.
+     * The key is added as {@link #post(String, String, String)} would, unless the headers carry an Authorization.
+     */
+    public Answer post(String path, Map<String, String> headers, byte[] body) {
+        HttpRequest.Builder request = http.request(portOf(path), path).POST(HttpRequest.BodyPublishers.ofByteArray(body));
+        headers.forEach(request::header);
+        if (headers.keySet().stream().noneMatch("Authorization"::equalsIgnoreCase)) {
+            request.header("Authorization", "Bearer " + keyFor("POST", path));
+        }
+        return http.send(request.build());
+    }
+
+    /**
+     * Any request as given: {@code method path} at {@code port} (a base URI), with {@code Authorization:
+     * Bearer <bearer>} unless it is null, an {@code Idempotency-Key} unless null, and a JSON body unless null.
+     * For the tests of who may call what.
+     */
+    public Answer send(String method, URI port, String path, String bearer, String idempotencyKey, String body) {
+        HttpRequest.Builder request = http.request(port, path)
+                .method(method, body == null ? HttpRequest.BodyPublishers.noBody()
+                                             : HttpRequest.BodyPublishers.ofString(body, StandardCharsets.UTF_8));
+        if (body != null) {
+            request.header("Content-Type", "application/json");
+        }
+        if (bearer != null) {
+            request.header("Authorization", "Bearer " + bearer);
+        }
         if (idempotencyKey != null) {
             request.header("Idempotency-Key", idempotencyKey);
         }
         return http.send(request.build());
     }
 
-    /** Exactly these headers and bytes to {@code path} (no Content-Type unless given): for tests of bad input. */
-    public Answer post(String path, Map<String, String> headers, byte[] body) {
-        HttpRequest.Builder request = http.request(base, path).POST(HttpRequest.BodyPublishers.ofByteArray(body));
-        headers.forEach(request::header);
-        return http.send(request.build());
+    private URI portOf(String path) {
+        return Instance.adminPath(path) ? instance.admin() : base;
+    }
+
+    private String keyFor(String method, String path) {
+        boolean operator = Instance.adminPath(path) || (method.equals("POST") && path.startsWith("/events"));
+        return operator ? instance.operatorKey() : instance.clientKey();
     }
 
     // --- plumbing ---

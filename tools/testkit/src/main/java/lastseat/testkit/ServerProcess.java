@@ -20,24 +20,29 @@ import java.util.concurrent.TimeUnit;
 public final class ServerProcess implements AutoCloseable {
     private static final Duration START_WAIT = Duration.ofSeconds(60);
     private final Process process;
-    private final URI url;
+    private final Instance instance;
     private final Path log;
 
-    private ServerProcess(Process process, URI url, Path log) {
+    private ServerProcess(Process process, Instance instance, Path log) {
         this.process = process;
-        this.url = url;
+        this.instance = instance;
         this.log = log;
     }
 
-    /** Starts lastseat with drills enabled and {@code settings} as system properties; returns once it is healthy. */
+    /**
+     * Starts lastseat with drills enabled, the demo keys ({@link Instance#DEMO_OPERATOR_KEY} and
+     * {@link Instance#DEMO_CLIENT_KEY}) and {@code settings} as system properties; returns once it is healthy.
+     */
     public static ServerProcess start(Path dataDir, URI stubs, Map<String, String> settings) {
         try {
             Files.createDirectories(dataDir);
             int port = freePort();
+            int adminPort = freePort();
             Path log = dataDir.resolve("lastseat-" + port + ".log");
             List<String> command = new ArrayList<>(List.of(
                     ProcessHandle.current().info().command().orElse("java"), "--enable-preview",
-                    "-Dserver.port=" + port, "-Dserver.host=127.0.0.1",
+                    "-Dserver.port=" + port, "-Dserver.host=127.0.0.1", "-Daccess.admin-port=" + adminPort,
+                    "-Ddemo.create-keys=true",
                     "-Doutside.base-url=" + stubs.toString().replaceAll("/$", ""),
                     "-Ddb.url=jdbc:h2:file:" + dataDir.resolve("lastseat").toAbsolutePath(),
                     "-Ddrills.enabled=true"));
@@ -49,7 +54,7 @@ public final class ServerProcess implements AutoCloseable {
             }
             command.addAll(List.of("-cp", classpath(), "lastseat.Main"));
             Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-            ServerProcess server = new ServerProcess(process, URI.create("http://127.0.0.1:" + port), log);
+            ServerProcess server = new ServerProcess(process, Instance.local(port, adminPort), log);
             server.awaitHealthy();
             return server;
         } catch (IOException e) {
@@ -57,8 +62,14 @@ public final class ServerProcess implements AutoCloseable {
         }
     }
 
+    /** The public port's address. */
     public URI url() {
-        return url;
+        return instance.api();
+    }
+
+    /** Its ports and the demo keys. */
+    public Instance instance() {
+        return instance;
     }
 
     public long pid() {
@@ -157,7 +168,7 @@ public final class ServerProcess implements AutoCloseable {
 
     private void awaitHealthy() {
         long until = System.nanoTime() + START_WAIT.toNanos();
-        try (LastseatClient client = new LastseatClient(url, Duration.ofSeconds(1), Duration.ofSeconds(2))) {
+        try (LastseatClient client = new LastseatClient(instance, Duration.ofSeconds(1), Duration.ofSeconds(2))) {
             while (System.nanoTime() < until) {
                 if (!process.isAlive()) {
                     throw new IllegalStateException("lastseat stopped while starting: " + tail());
