@@ -1,0 +1,113 @@
+package lastseat.purchase;
+
+import lastseat.idempotency.IdempotencyKeys;
+import lastseat.inventory.Order;
+import lastseat.support.InProcess;
+import lastseat.web.Reply;
+import lastseat.work.Deadline;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The Idempotency-Keys' background job, on a test clock: a key whose request's process stopped gets
+ * its purchase's final answer once recovery has ended it (or is let go when nothing of it remains), and
+ * answered keys are forgotten after {@code idempotency.retention}, a bounded batch per pass.
+ */
+@Tag("fast")
+class KeyKeeperTest {
+    private static final String CLIENT = "shop";
+    private final InProcess app = InProcess.start(Map.of("idempotency.prune-batch", "2"));
+
+    @AfterEach
+    void close() {
+        app.close();
+    }
+
+    @Test
+    void aKeyLeftInFlightByACrashGetsItsConfirmedPurchasesAnswer() throws InterruptedException {
+        String event = app.newEvent("A1");
+        String key = UUID.randomUUID().toString();
+        claim(key);
+        PurchaseOutcome outcome = app.flow.purchase(order(event, key), Deadline.after(app.config.purchase().deadline(), System.nanoTime()));
+        String id = ((PurchaseOutcome.Confirmed) outcome).purchase().id();
+
+        int before = app.workers.keepKeysNow();
+        app.clock.advance(app.config.abandonedAge().plusSeconds(1));
+        int settled = app.workers.keepKeysNow();
+        IdempotencyKeys.Claim retry = app.keys.claim(CLIENT, key, "body");
+
+        assertThat(before).as("not before the claim is abandoned").isZero();
+        assertThat(settled).isEqualTo(1);
+        assertThat(retry).isInstanceOfSatisfying(IdempotencyKeys.Claim.Replay.class, replay -> {
+            assertThat(replay.reply().status()).isEqualTo(201);
+            assertThat(new String(replay.reply().body(), StandardCharsets.UTF_8)).contains(id).contains("CONFIRMED");
+        });
+        app.invariantsHold(event);
+        app.resourcesCameBack(event);
+    }
+
+    @Test
+    void aKeyLeftInFlightWhosePurchaseStillHoldsASeatWaitsUntilRecoveryHasEndedIt() {
+        String event = app.newEvent("A1");
+        String key = UUID.randomUUID().toString();
+        claim(key);
+        Purchases.Reservation.Held held = (Purchases.Reservation.Held) app.purchases.reserve(order(event, key));
+
+        app.clock.advance(app.config.abandonedAge().plusSeconds(1));
+        int whileHeld = app.workers.keepKeysNow();
+        app.workers.sweepNow();
+        int afterRecovery = app.workers.keepKeysNow();
+        IdempotencyKeys.Claim retry = app.keys.claim(CLIENT, key, "body");
+
+        assertThat(whileHeld).as("its purchase still holds a seat").isZero();
+        assertThat(app.state(held.hold().purchaseId())).isEqualTo("RELEASED");
+        assertThat(afterRecovery).isEqualTo(1);
+        assertThat(retry).as("nothing of it remains: a retry runs afresh").isInstanceOf(IdempotencyKeys.Claim.Fresh.class);
+        app.invariantsHold(event);
+        app.resourcesCameBack(event);
+    }
+
+    @Test
+    void answeredKeysAreForgottenAfterTheRetentionABoundedBatchAtATimeAndKeysInFlightNever() {
+        List<String> answered = List.of(UUID.randomUUID().toString(), UUID.randomUUID().toString(), UUID.randomUUID().toString());
+        for (String key : answered) {
+            String token = claim(key);
+            assertThat(app.keys.complete(CLIENT, key, token, new Reply(201, "application/json", null, null, "{}".getBytes())))
+                    .isEqualTo(IdempotencyKeys.Ending.STORED);
+        }
+        String inFlight = UUID.randomUUID().toString();
+        claim(inFlight);
+        Duration retention = app.config.idempotency().retention();
+
+        app.clock.advance(retention.minusSeconds(1));
+        int early = app.keys.prune(retention, 2);
+        app.clock.advance(Duration.ofSeconds(2));
+        int first = app.keys.prune(retention, 2);
+        int second = app.keys.prune(retention, 2);
+        int third = app.keys.prune(retention, 2);
+
+        assertThat(early).as("within the retention").isZero();
+        assertThat(List.of(first, second, third)).containsExactly(2, 1, 0);
+        assertThat(app.keys.claim(CLIENT, answered.getFirst(), "body")).as("forgotten: a new purchase")
+                .isInstanceOf(IdempotencyKeys.Claim.Fresh.class);
+        assertThat(app.db.count("SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = ? AND state = 'IN_FLIGHT'", inFlight))
+                .as("a key in flight is never pruned").isEqualTo(1);
+    }
+
+    private String claim(String key) {
+        return ((IdempotencyKeys.Claim.Fresh) app.keys.claim(CLIENT, key, "body")).token();
+    }
+
+    private static Order order(String event, String key) {
+        return new Order(event, List.of("A1"), 1, "ada", "ada@example.com", "tok_ok", CLIENT, key);
+    }
+}
