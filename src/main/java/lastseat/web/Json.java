@@ -17,7 +17,8 @@ import java.nio.charset.StandardCharsets;
 
 /**
  * Strict JSON both ways. Reading refuses unknown fields, trailing content, whole numbers given as
- * strings or fractions, and deep nesting (money may be a decimal string: {@code "40.00"}), and
+ * strings or fractions, text given as a number or a boolean, and deep nesting (money may be a decimal
+ * string: {@code "40.00"}), and
  * turns every refusal into a 400 problem that says where it is.
  */
 public final class Json {
@@ -29,6 +30,10 @@ public final class Json {
             .disable(SerializationFeature.FAIL_ON_EMPTY_BEANS)
             .withCoercionConfig(LogicalType.Integer, c -> c.setCoercion(CoercionInputShape.String, CoercionAction.Fail)
                     .setCoercion(CoercionInputShape.Float, CoercionAction.Fail))
+            // A name or a label given as a number or a boolean is a client's mistake, not text to guess.
+            .withCoercionConfig(LogicalType.Textual, c -> c.setCoercion(CoercionInputShape.Integer, CoercionAction.Fail)
+                    .setCoercion(CoercionInputShape.Float, CoercionAction.Fail)
+                    .setCoercion(CoercionInputShape.Boolean, CoercionAction.Fail))
             .build();
 
     static {
