@@ -26,15 +26,23 @@ class ObserveTest {
     }
 
     @Test
-    void metricsCountPurchasesByStatusAndShowFreePermitsAndBusyConnections() {
-        String event = app.newEvent("A1");
+    void metricsCountPurchasesByStatusAndReasonTimeThemAndTheOutsideCallsAndShowFreePermitsAndBusyConnections() {
+        String event = app.newEvent("A1", "A2");
         app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
         app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1");
+        app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 2, "ada");
 
         String metrics = app.client().metrics();
 
-        assertThat(metrics).containsPattern("lastseat_purchases_total\\{[^}]*status=\"201\"[^}]*} [1-9]")
-                           .containsPattern("lastseat_purchases_total\\{[^}]*status=\"409\"[^}]*} [1-9]")
+        // seats-taken and sold-out are both 409: the reason tells them apart.
+        assertThat(metrics).containsPattern("lastseat_purchases_total\\{[^}]*reason=\"confirmed\"[^}]*status=\"201\"[^}]*} [1-9]")
+                           .containsPattern("lastseat_purchases_total\\{[^}]*reason=\"seats-taken\"[^}]*status=\"409\"[^}]*} [1-9]")
+                           .containsPattern("lastseat_purchases_total\\{[^}]*reason=\"sold-out\"[^}]*status=\"409\"[^}]*} [1-9]")
+                           .containsPattern("lastseat_purchase_seconds_count\\{[^}]*reason=\"confirmed\"[^}]*} [1-9]")
+                           .containsPattern("lastseat_purchase_seconds_sum\\{[^}]*reason=\"confirmed\"[^}]*} [0-9]")
+                           .containsPattern("lastseat_outside_seconds_count\\{[^}]*outcome=\"2xx\"[^}]*service=\"fraud\"[^}]*} [1-9]")
+                           .containsPattern("lastseat_outside_seconds_count\\{[^}]*service=\"tax\"[^}]*} [1-9]")
+                           .containsPattern("lastseat_outside_seconds_count\\{[^}]*service=\"payments\"[^}]*} [1-9]")
                            .containsPattern("lastseat_payment_bulkhead_available\\{[^}]*} 20.0")
                            .contains("lastseat_db_pool_active");
         Invariants.hold(app, event);

@@ -1,5 +1,8 @@
 package lastseat.outside;
 
+import io.helidon.metrics.api.Metrics;
+import io.helidon.metrics.api.Tag;
+import io.helidon.metrics.api.Timer;
 import lastseat.config.OutsideConfig;
 import lastseat.work.Deadline;
 
@@ -68,9 +71,32 @@ public final class OutsideHttp implements Outside {
                             .GET().build());
     }
 
+    /**
+     * Sends and times the call: {@code lastseat.outside{service, outcome}} in seconds, the service being
+     * the path's first segment (fraud, tax, payments, emails, refunds: configured, so few) and the outcome
+     * the status's class, {@code failed} (reset, refused, timed out) or {@code cancelled} (interrupted).
+     */
     private Answer send(HttpRequest request) throws IOException, InterruptedException {
-        HttpResponse<String> response = client.send(request, info -> new Bounded(config.maxResponseBytes()));
-        return new Answer(response.statusCode(), response.body());
+        long start = System.nanoTime();
+        String outcome = "failed";
+        try {
+            HttpResponse<String> response = client.send(request, info -> new Bounded(config.maxResponseBytes()));
+            outcome = response.statusCode() / 100 + "xx";
+            return new Answer(response.statusCode(), response.body());
+        } catch (InterruptedException e) {
+            outcome = "cancelled";
+            throw e;
+        } finally {
+            Metrics.globalRegistry().getOrCreate(Timer.builder("lastseat.outside")
+                            .description("Calls to the outside services, by service and outcome")
+                            .tags(List.of(Tag.create("service", service(request.uri().getPath())), Tag.create("outcome", outcome))))
+                    .record(Duration.ofNanos(System.nanoTime() - start));
+        }
+    }
+
+    private static String service(String path) {
+        String[] segments = path.split("/");
+        return segments.length > 1 && !segments[1].isEmpty() ? segments[1] : "root";
     }
 
     private Duration capped(Duration timeout) {

@@ -312,7 +312,7 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     private void send(PurchaseAnswers.Answer answer, ServerResponse response, long arrived) {
-        metrics.outcome(answer.reply().status());
+        metrics.outcome(answer, Duration.ofNanos(System.nanoTime() - arrived));
         serverTiming(response, arrived);
         answer.reply().send(response);
     }
