@@ -20,6 +20,7 @@ import io.helidon.webserver.http.ServerResponse;
 import io.helidon.webserver.observe.ObserveFeature;
 import io.helidon.webserver.observe.health.HealthObserver;
 import io.helidon.webserver.observe.metrics.MetricsObserver;
+import io.helidon.webserver.staticcontent.StaticContentService;
 import lastseat.access.AccessFilter;
 import lastseat.inventory.NewEvent;
 import lastseat.outbox.OutboxQuery;
@@ -71,6 +72,8 @@ public final class Main {
             if (running > 0) {
                 LOG.info("lastseat stopping: draining " + running + " purchases in flight");
             }
+            // The seat-map streams would hold the stop for its whole grace period: end them first.
+            services.opsRoutes().close();
             server.stop();
             if (!services.purchaseRoutes().drain(Services.DRAIN_WAIT)) {
                 LOG.warning("lastseat stopping with " + services.purchaseRoutes().inFlight() + " purchases still running after "
@@ -130,12 +133,15 @@ public final class Main {
         errors(routing);
     }
 
-    /** The admin port's routes, the operator's only (and /observe, whose health needs no key). */
+    /** The admin port's routes, the operator's only (and /observe/health and the /ops/ page's files, which need no key). */
     public static void adminRouting(HttpRouting.Builder routing, Services services) {
         routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.ADMIN))
                .register("/drills", services.drillRoutes())
                .register("/outbox", services.outboxRoutes())
-               .register("/admin", services.adminRoutes());
+               .register("/admin", services.adminRoutes())
+               .register("/ops/api", services.opsRoutes())
+               // The page itself holds no data: it is served to anyone; what it reads needs the operator's key.
+               .register("/ops", StaticContentService.builder("ops").welcomeFileName("index.html").build());
         errors(routing);
     }
 

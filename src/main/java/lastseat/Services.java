@@ -11,6 +11,7 @@ import lastseat.drill.DrillRoutes;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.EventRoutes;
 import lastseat.inventory.Inventory;
+import lastseat.ops.OpsRoutes;
 import lastseat.outbox.OutboxRoutes;
 import lastseat.outbox.OutboxWorker;
 import lastseat.outside.OutsideHttp;
@@ -32,7 +33,7 @@ import java.time.Clock;
 public record Services(LastseatConfig config, Database db, Inventory inventory, Purchases purchases, PaymentGateway payments,
                        PurchaseRoutes purchaseRoutes, EventRoutes eventRoutes, DrillRoutes drillRoutes,
                        PurchaseWorkers purchaseWorkers, OutboxWorker outbox, OutboxRoutes outboxRoutes,
-                       ApiKeys apiKeys, AdminRoutes adminRoutes) implements AutoCloseable {
+                       ApiKeys apiKeys, AdminRoutes adminRoutes, OpsRoutes opsRoutes) implements AutoCloseable {
     /**
      * Beyond the server's grace period, how long the shutdown waits for purchases still running (a
      * handler the server cut keeps its thread until its flow ends).
@@ -59,16 +60,27 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
         return new Services(config, db, inventory, purchases, payments, purchaseRoutes,
                             new EventRoutes(inventory, config.events()),
                             new DrillRoutes(config.drills(), db, inventory, purchases, clock, config.sweepGrace(), config.recoveredWithin()),
-                            workers, outbox, new OutboxRoutes(db, outbox), apiKeys, new AdminRoutes(apiKeys));
+                            workers, outbox, new OutboxRoutes(db, outbox), apiKeys, new AdminRoutes(apiKeys),
+                            new OpsRoutes(inventory, purchases, db, config.ops(), clock));
     }
 
-    /** Installs the keys the configuration gives: the operator's, and the demo's when bin/run asks for them. */
+    /**
+     * Installs the keys the configuration gives: the operator's, and the demo's when bin/run asks for
+     * them. Without the demo, the demo's published keys are revoked wherever they are (a database that
+     * bin/run once used must not keep a key printed in the README).
+     */
     public void installKeys() {
         config.access().operatorKey().ifPresent(key -> apiKeys.install("operator", Role.OPERATOR, key));
-        config.demo().keys().ifPresent(demo -> {
-            apiKeys.install("operator", Role.OPERATOR, demo.operator());
-            apiKeys.install(DEMO_CLIENT, Role.CLIENT, demo.client());
-        });
+        if (config.demo().keys().isPresent()) {
+            apiKeys.install("operator", Role.OPERATOR, config.demo().keys().get().operator());
+            apiKeys.install(DEMO_CLIENT, Role.CLIENT, config.demo().keys().get().client());
+        } else {
+            int revoked = apiKeys.revokeValue(config.demo().operatorKey()) + apiKeys.revokeValue(config.demo().clientKey());
+            if (revoked > 0) {
+                java.util.logging.Logger.getLogger(Services.class.getName()).warning(
+                        "revoked " + revoked + " key(s) holding the demo's published values: demo.create-keys is off");
+            }
+        }
     }
 
     /** The name of the demo's client key. */
@@ -83,6 +95,7 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
     /** Stops the background jobs, then the pool. */
     @Override
     public void close() {
+        opsRoutes.close();
         purchaseWorkers.close();
         outbox.close();
         db.close();

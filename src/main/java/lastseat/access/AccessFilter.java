@@ -59,10 +59,14 @@ public final class AccessFilter implements Filter {
     public static Need need(Socket socket, Method method, String path) {
         String[] parts = path.replaceAll("/+$", "").split("/", -1);
         if (socket == Socket.ADMIN) {
+            boolean read = method == Method.GET || method == Method.HEAD;
             boolean health = parts.length >= 3 && parts[1].equals("observe") && parts[2].equals("health");
-            return health && (method == Method.GET || method == Method.HEAD) ? Need.ANYONE : Need.OPERATOR;
+            // The operator's page: its files hold no data; what it reads (/ops/api) needs the key.
+            boolean page = parts.length >= 2 && parts[1].equals("ops") && !(parts.length >= 3 && parts[2].equals("api"));
+            return (health || page) && read ? Need.ANYONE : Need.OPERATOR;
         }
-        if (parts.length == 3 && parts[1].equals("events") && method == Method.GET && SEGMENT.matcher(parts[2]).matches()) {
+        if (parts.length == 3 && parts[1].equals("events") && (method == Method.GET || method == Method.HEAD)
+            && SEGMENT.matcher(parts[2]).matches()) {
             return Need.ANYONE;
         }
         if (parts.length >= 2 && parts[1].equals("purchases")) {

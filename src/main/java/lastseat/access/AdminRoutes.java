@@ -1,5 +1,6 @@
 package lastseat.access;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import io.helidon.webserver.http.HttpRules;
 import io.helidon.webserver.http.HttpService;
 import io.helidon.webserver.http.ServerRequest;
@@ -18,8 +19,8 @@ import java.util.regex.Pattern;
 /**
  * {@code /admin/clients} on the admin port, for the operator: make a client key ({@code POST}, the key is
  * in that answer and nowhere else ever after), list the keys ({@code GET}), change a client's limit on
- * purchases in flight ({@code PATCH /{name}}), revoke one ({@code DELETE /{name}}, refused by the next
- * request to any instance).
+ * purchases in flight ({@code PATCH /{name}}), read one ({@code GET /{name}}), revoke one
+ * ({@code DELETE /{name}}, refused by the next request to any instance).
  *
  * <p>Contract: a name is 1-64 of {@code a-z 0-9 . _ -}, starting with a letter or digit, and is never
  * reused (a revoked key keeps it). Only client keys are made, changed and revoked here; the operator's
@@ -41,14 +42,11 @@ public final class AdminRoutes implements HttpService {
     record NewClient(String name, Integer maxInFlight) {
     }
 
-    /** {@code PATCH /admin/clients/{name}}: the new limit, or null for none. */
-    record Limit(Integer maxInFlight) {
-    }
-
     @Override
     public void routing(HttpRules rules) {
         rules.post("/clients", this::create)
              .get("/clients", this::list)
+             .get("/clients/{name}", this::one)
              .patch("/clients/{name}", this::limit)
              .delete("/clients/{name}", this::revoke);
     }
@@ -76,11 +74,37 @@ public final class AdminRoutes implements HttpService {
         Reply.json(200, Map.of("items", keys.list().stream().map(AdminRoutes::shown).toList()), null).send(response);
     }
 
+    private void one(ServerRequest request, ServerResponse response) {
+        String name = name(request.path().pathParameters().get("name"));
+        Reply.json(200, shown(keys.find(name).orElseThrow(() -> Problem.notFound("unknown-client",
+                "There is no key named " + name))), null).send(response);
+    }
+
+    /**
+     * {@code {"maxInFlight": n}} or {@code {"maxInFlight": null}} (no limit of its own): the field must be
+     * there, so that an empty body cannot lift a limit by accident.
+     */
     private void limit(ServerRequest request, ServerResponse response) {
         String name = name(request.path().pathParameters().get("name"));
         Bodies.requireJson(request);
-        Limit limit = Json.read(Bodies.read(request, MAX_BODY_BYTES), Limit.class);
-        if (!keys.limit(name, limit(limit.maxInFlight()))) {
+        JsonNode body = Json.read(Bodies.read(request, MAX_BODY_BYTES), JsonNode.class);
+        if (!body.isObject()) {
+            throw Problem.badRequest("malformed-json", "The request body must be a JSON object: {\"maxInFlight\": 5} or {\"maxInFlight\": null}");
+        }
+        for (String field : (Iterable<String>) body::fieldNames) {
+            if (!field.equals("maxInFlight")) {
+                throw Problem.badRequest("unknown-field", "Unknown field '" + (field.length() <= 40 ? field : field.substring(0, 40)) + "'");
+            }
+        }
+        JsonNode given = body.get("maxInFlight");
+        if (given == null) {
+            throw Problem.badRequest("invalid-limit", "Give maxInFlight: a number from 1 to " + MAX_LIMIT + ", or null for no limit");
+        }
+        if (!given.isNull() && !(given.isIntegralNumber() && given.canConvertToInt())) {
+            throw Problem.badRequest("invalid-limit", "maxInFlight must be a whole number from 1 to " + MAX_LIMIT + ", or null for no limit");
+        }
+        OptionalInt limit = given.isNull() ? OptionalInt.empty() : limit(given.intValue());
+        if (!keys.limit(name, limit)) {
             throw unknown(name);
         }
         Reply.json(200, shown(keys.find(name).orElseThrow(() -> unknown(name))), null).send(response);

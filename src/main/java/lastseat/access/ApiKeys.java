@@ -73,15 +73,26 @@ public final class ApiKeys {
 
     /**
      * Installs a key given by the configuration under {@code name} (the operator's, the demo's): made if
-     * missing, replaced if the configuration now gives another key, left alone if it is the same. Several
-     * instances starting together all end with the same row.
+     * missing, replaced if the configuration now gives another key, left alone if it is the same. A key
+     * revoked stays revoked: a restart does not bring it back.
      */
     public void install(String name, Role role, String key) {
         if (insert(name, role, OptionalInt.empty(), key)) {
             return;
         }
-        db.inTransaction(c -> Sql.update(c, "UPDATE api_keys SET key_id = ?, key_hash = ?, role = ?, revoked_at = NULL WHERE name = ?",
+        db.inTransaction(c -> Sql.update(c, "UPDATE api_keys SET key_id = ?, key_hash = ?, role = ? WHERE name = ?",
                                          key.substring(3, 19), HEX.formatHex(hash(key)), role.column(), name));
+    }
+
+    /**
+     * Revokes every key whose value is {@code key}: the demo's published keys, on a start without the
+     * demo, so that a database once run by bin/run does not keep a key anyone can read in the README.
+     * How many it revoked.
+     */
+    public int revokeValue(String key) {
+        return db.inTransaction(c -> Sql.update(c, "UPDATE api_keys SET revoked_at = ? WHERE key_id = ? AND key_hash = ? "
+                                                   + "AND revoked_at IS NULL",
+                                                clock.instant(), key.substring(3, 19), HEX.formatHex(hash(key))));
     }
 
     public List<Listed> list() {
@@ -100,9 +111,10 @@ public final class ApiKeys {
                                                 clock.instant(), name)) == 1;
     }
 
-    /** Sets a client's limit on purchases in flight (empty: none); false when there is no such client key. */
+    /** Sets a client's limit on purchases in flight (empty: none); false when there is no such client key in use. */
     public boolean limit(String name, OptionalInt maxInFlight) {
-        return db.inTransaction(c -> Sql.update(c, "UPDATE api_keys SET max_in_flight = ? WHERE name = ? AND role = 'client'",
+        return db.inTransaction(c -> Sql.update(c, "UPDATE api_keys SET max_in_flight = ? WHERE name = ? AND role = 'client' "
+                                                   + "AND revoked_at IS NULL",
                                                 maxInFlight.isPresent() ? maxInFlight.getAsInt() : null, name)) == 1;
     }
 

@@ -12,8 +12,10 @@ import java.util.Optional;
  *                    start; bin/run sets it, and leaving the key out leaves it off
  * @param keys        {@code demo.create-keys} with {@code demo.operator-key} and {@code demo.client-key}:
  *                    installed at start as the keys named "operator" and "demo-shop"; empty when off
+ * @param operatorKey {@code demo.operator-key}, whether the demo is on or not (off, it is revoked wherever it is)
+ * @param clientKey   {@code demo.client-key}, likewise
  */
-public record DemoConfig(boolean createEvent, Optional<Keys> keys) {
+public record DemoConfig(boolean createEvent, Optional<Keys> keys, String operatorKey, String clientKey) {
 
     /** The demo's two fixed keys. */
     public record Keys(String operator, String client) {
@@ -31,6 +33,7 @@ public record DemoConfig(boolean createEvent, Optional<Keys> keys) {
         boolean createKeys = keys.flag("demo.create-keys", false);
         String operator = keys.string("demo.operator-key");
         String client = keys.string("demo.client-key");
-        return new DemoConfig(createEvent, createKeys ? Optional.of(new Keys(operator, client)) : Optional.empty());
+        Keys demo = new Keys(operator, client);
+        return new DemoConfig(createEvent, createKeys ? Optional.of(demo) : Optional.empty(), operator, client);
     }
 }

@@ -22,7 +22,8 @@ import java.util.Objects;
  */
 public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, OutsideConfig outside, ChecksConfig checks,
                              PaymentConfig payment, ReconcileConfig reconcile, OutboxConfig outbox, DbConfig db,
-                             DrillsConfig drills, DemoConfig demo, AccessConfig access, IdempotencyConfig idempotency) {
+                             DrillsConfig drills, DemoConfig demo, AccessConfig access, IdempotencyConfig idempotency,
+                             OpsConfig ops) {
     /** What a purchase needs past its deadline to write its outcome: the slack of I5, and some. */
     static final Duration ANSWER_SLACK = Duration.ofMillis(500);
 
@@ -39,6 +40,7 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
         Objects.requireNonNull(demo, "demo");
         Objects.requireNonNull(access, "access");
         Objects.requireNonNull(idempotency, "idempotency");
+        Objects.requireNonNull(ops, "ops");
         checkAcross(purchase, payment, reconcile, outbox);
         if (access.operatorKey().isPresent() && demo.keys().isPresent()) {
             throw new IllegalStateException("Configuration access.operator-key and demo.create-keys both name the operator's key: "
@@ -55,7 +57,7 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
         return new LastseatConfig(PurchaseConfig.read(keys), EventsConfig.read(keys), OutsideConfig.read(keys),
                                   ChecksConfig.read(keys), PaymentConfig.read(keys), ReconcileConfig.read(keys),
                                   OutboxConfig.read(keys), DbConfig.read(keys), DrillsConfig.read(keys), DemoConfig.read(keys),
-                                  AccessConfig.read(keys), IdempotencyConfig.read(keys));
+                                  AccessConfig.read(keys), IdempotencyConfig.read(keys), OpsConfig.read(keys));
     }
 
     /** Every rule that involves more than one key. */

@@ -184,13 +184,23 @@ public final class IdempotencyKeys {
     public record Left(String client, String key, OffsetDateTime claimedAt) {
     }
 
-    /** Keys still in flight {@code staleAfter} after their claim, oldest first, at most {@code batch}. */
+    /**
+     * Keys still in flight {@code staleAfter} after their claim whose purchase, if any, has ended, oldest
+     * first, at most {@code batch}. Keys of purchases still open are left out here, not skipped later, so
+     * that many of them (payments unresolved for days) cannot fill every batch and hide the others.
+     */
     public List<Left> leftInFlight(int batch) {
         Instant before = clock.instant().minus(staleAfter);
-        return db.read(c -> Sql.list(c, "SELECT client_name, idem_key, created_at FROM idempotency_keys WHERE state = 'IN_FLIGHT' "
-                                        + "AND created_at < ? ORDER BY created_at FETCH FIRST " + batch + " ROWS ONLY",
+        return db.read(c -> Sql.list(c, "SELECT k.client_name, k.idem_key, k.created_at FROM idempotency_keys k "
+                                        + "WHERE k.state = 'IN_FLIGHT' AND k.created_at < ? AND NOT EXISTS (SELECT 1 FROM purchases p "
+                                        + "WHERE p.client_name = k.client_name AND p.idempotency_key = k.idem_key AND p.state IN " + OPEN + ") "
+                                        + "ORDER BY k.created_at FETCH FIRST " + batch + " ROWS ONLY",
                                      rs -> new Left(rs.getString(1), rs.getString(2), rs.getObject(3, OffsetDateTime.class)), before));
     }
+
+    /** The purchase states not ended yet, as an SQL list. */
+    private static final String OPEN = Arrays.stream(PurchaseState.values()).filter(s -> !s.terminal())
+            .map(s -> "'" + s.name() + "'").collect(Collectors.joining(", ", "(", ")"));
 
     /**
      * Deletes at most {@code batch} answered keys whose answer is older than {@code retention}, oldest

@@ -11,11 +11,11 @@ import java.util.logging.Logger;
  * process stopped the answer its purchase ended with, and forgets answered keys past
  * {@code idempotency.retention}, a bounded batch of each per pass.
  *
- * <p>Contract: a key left in flight is settled as a retry would settle it ({@code PurchaseRoutes.resume}),
- * once recovery has ended its purchase: confirmed or refunded → that answer is stored and replayed;
- * released, expired or never made → the key is let go and a retry runs afresh; still moving or its payment
- * unknown → left for a later pass. It takes the key over first (the compare-and-set a retry uses), so a
- * retry racing it and this job never both settle one key.
+ * <p>Contract: a key left in flight is settled once recovery has ended its purchase: confirmed or refunded →
+ * that answer is stored and replayed; released, expired or never made → the key is let go and a retry runs
+ * afresh (as {@code PurchaseRoutes.resume} would); still moving or its payment unknown → left until it ends
+ * (a retry meanwhile is told where the purchase stands). It takes the key over first (the compare-and-set a
+ * retry uses), so a retry racing it and this job never both settle one key.
  */
 final class KeyKeeper {
     private static final Logger LOG = Logger.getLogger(KeyKeeper.class.getName());

@@ -540,11 +540,11 @@ public final class Purchases {
     }
 
     /** One purchase as an operator's list shows it. */
-    record Listed(String id, String state, String eventId, String since, long ageSeconds, String reason) {
+    public record Listed(String id, String state, String eventId, String since, long ageSeconds, String reason) {
     }
 
     /** Purchases in {@code state} ({@code client}'s only, when given), oldest first, at most {@value #MAX_LISTED}. */
-    List<Listed> list(PurchaseState state, Optional<String> client) {
+    public List<Listed> list(PurchaseState state, Optional<String> client) {
         String since = state.paymentOpen() ? "COALESCE(unknown_since, updated_at)" : "updated_at";
         Instant now = clock.instant();
         return db.read(c -> Sql.list(c, "SELECT id, state, event_id, " + since + " AS since, reason FROM purchases WHERE state = ? "

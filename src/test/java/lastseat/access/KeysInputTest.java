@@ -30,6 +30,9 @@ class KeysInputTest {
         Instance at = app.client().instance();
         String existing = "input-" + UUID.randomUUID().toString().substring(0, 8);
         assertThat(admin("POST", "/admin/clients", "{\"name\":\"" + existing + "\",\"maxInFlight\":2}").status()).isEqualTo(201);
+        String revoked = "gone-" + UUID.randomUUID().toString().substring(0, 8);
+        assertThat(admin("POST", "/admin/clients", "{\"name\":\"" + revoked + "\"}").status()).isEqualTo(201);
+        assertThat(admin("DELETE", "/admin/clients/" + revoked, null).status()).isEqualTo(200);
         String keysBefore = app.db().strings("SELECT name || ':' || COALESCE(CAST(max_in_flight AS VARCHAR(10)), '-') || ':' "
                                              + "|| CASE WHEN revoked_at IS NULL THEN 'live' ELSE 'revoked' END FROM api_keys ORDER BY name")
                 .toString();
@@ -55,6 +58,11 @@ class KeysInputTest {
                                                 "{\"maxInFlight\":3}"));
         answers.put("a limit with an unknown field", admin("PATCH", "/admin/clients/" + existing, "{\"max\":3}"));
         answers.put("a limit of 0 for a client", admin("PATCH", "/admin/clients/" + existing, "{\"maxInFlight\":0}"));
+        answers.put("a limit change without the limit", admin("PATCH", "/admin/clients/" + existing, "{}"));
+        answers.put("a limit as a fraction", admin("PATCH", "/admin/clients/" + existing, "{\"maxInFlight\":2.5}"));
+        answers.put("a limit as a string", admin("PATCH", "/admin/clients/" + existing, "{\"maxInFlight\":\"3\"}"));
+        answers.put("a limit as a list", admin("PATCH", "/admin/clients/" + existing, "[3]"));
+        answers.put("a limit on a revoked client", admin("PATCH", "/admin/clients/" + revoked, "{\"maxInFlight\":3}"));
         answers.put("a limit on the operator's key", admin("PATCH", "/admin/clients/operator", "{\"maxInFlight\":3}"));
         answers.put("revoking the operator's key", admin("DELETE", "/admin/clients/operator", null));
         answers.put("revoking nobody", admin("DELETE", "/admin/clients/nobody", null));
@@ -75,6 +83,8 @@ class KeysInputTest {
         assertThat(answers.get("revoking the operator's key").status()).as("only client keys are revoked here").isEqualTo(404);
         assertThat(answers.get("a body over 4 KB").status()).isEqualTo(413);
         assertThat(answers.get("text instead of JSON").status()).isEqualTo(415);
+        assertThat(answers.get("a limit on a revoked client").status()).isEqualTo(404);
+        assertThat(admin("GET", "/admin/clients/" + existing, null).json().path("maxInFlight").asInt()).isEqualTo(2);
         assertThat(app.db().strings("SELECT name || ':' || COALESCE(CAST(max_in_flight AS VARCHAR(10)), '-') || ':' "
                                     + "|| CASE WHEN revoked_at IS NULL THEN 'live' ELSE 'revoked' END FROM api_keys ORDER BY name")
                            .toString()).as("no key made, changed or revoked").isEqualTo(keysBefore);

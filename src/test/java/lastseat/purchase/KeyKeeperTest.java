@@ -77,6 +77,28 @@ class KeyKeeperTest {
     }
 
     @Test
+    void keysOfPurchasesStillOpenDoNotHideANewerKeyThatCanBeSettled() {
+        String event = app.newEvent("A1", "A2", "A3");
+        for (String seat : List.of("A1", "A2", "A3")) {
+            String key = UUID.randomUUID().toString();
+            claim(key);
+            app.purchases.reserve(new Order(event, List.of(seat), 1, "ada", "ada@example.com", "tok_ok", CLIENT, key));
+        }
+        app.clock.advance(Duration.ofSeconds(1));
+        String orphan = UUID.randomUUID().toString();
+        claim(orphan);
+
+        app.clock.advance(app.config.abandonedAge().plusSeconds(1));
+        int settled = app.workers.keepKeysNow();
+
+        assertThat(settled).as("more held purchases' keys than a batch (2), all older: the key without a purchase is still reached")
+                .isEqualTo(1);
+        assertThat(app.keys.claim(CLIENT, orphan, "body")).isInstanceOf(IdempotencyKeys.Claim.Fresh.class);
+        assertThat(app.db.count("SELECT COUNT(*) FROM idempotency_keys WHERE state = 'IN_FLIGHT'")).as("the held ones' keys stay")
+                .isEqualTo(4);
+    }
+
+    @Test
     void answeredKeysAreForgottenAfterTheRetentionABoundedBatchAtATimeAndKeysInFlightNever() {
         List<String> answered = List.of(UUID.randomUUID().toString(), UUID.randomUUID().toString(), UUID.randomUUID().toString());
         for (String key : answered) {
