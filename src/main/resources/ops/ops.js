@@ -187,6 +187,15 @@ async function showPurchase(id) {
 function fillTable(id, rows, cells) {
   const body = document.querySelector(`#${id} tbody`);
   body.replaceChildren();
+  if (rows.length === 0) {
+    const tr = document.createElement("tr");
+    const td = document.createElement("td");
+    td.colSpan = 5;
+    td.className = "none";
+    td.textContent = "none";
+    tr.append(td);
+    body.append(tr);
+  }
   for (const row of rows) {
     const tr = document.createElement("tr");
     for (const value of cells(row)) {
@@ -242,6 +251,15 @@ document.getElementById("pick").addEventListener("submit", (e) => {
   location.hash = params.toString();
 });
 window.addEventListener("hashchange", show);
+// Leaving (or going into the back-forward cache) ends the stream, so the server gives its place back at
+// once; coming back from that cache opens it again, with a new snapshot.
+window.addEventListener("pagehide", () => {
+  state.stream?.abort();
+  state.event = null;
+});
+window.addEventListener("pageshow", (e) => {
+  if (e.persisted) show();
+});
 show();
 refreshWaiting();
 state.waiting = setInterval(refreshWaiting, 2000);

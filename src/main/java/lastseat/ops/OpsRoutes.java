@@ -120,6 +120,11 @@ public final class OpsRoutes implements HttpService, AutoCloseable {
         return watch.open();
     }
 
+    /** Events whose seats are being read now, for the tests. */
+    int readers() {
+        return watch.readers();
+    }
+
     /** Ends every seat-map stream: before the server stops, so that it waits for none of them. */
     @Override
     public void close() {
