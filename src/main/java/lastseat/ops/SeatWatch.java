@@ -226,7 +226,7 @@ public final class SeatWatch implements AutoCloseable {
         return Json.text(Map.of("seats", list(seats)));
     }
 
-    private static List<Map<String, String>> list(Map<String, String> seats) {
-        return seats.entrySet().stream().map(e -> Map.of("seat", e.getKey(), "state", e.getValue())).toList();
+    private static List<EventView.SeatView> list(Map<String, String> seats) {
+        return seats.entrySet().stream().map(e -> new EventView.SeatView(e.getKey(), e.getValue())).toList();
     }
 }
