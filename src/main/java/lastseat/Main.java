@@ -13,6 +13,7 @@ import io.helidon.logging.common.LogConfig;
 import io.helidon.metrics.api.Gauge;
 import io.helidon.metrics.api.Meter;
 import io.helidon.metrics.api.Metrics;
+import io.helidon.openapi.OpenApiFeature;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.ServerRequest;
@@ -103,6 +104,7 @@ public final class Main {
                                         .addObserver(HealthObserver.builder().details(true).addCheck(database(services)).build())
                                         .addObserver(MetricsObserver.create())
                                         .build())
+                    .addFeature(openApi())
                     .routing(routing -> routing(routing, services))
                     .routing(ADMIN, routing -> adminRouting(routing, services))
                     .build()
@@ -121,13 +123,23 @@ public final class Main {
 
     /**
      * The public port's routes: events and purchases, each as {@link AccessFilter}'s table allows, and the
-     * one error-mapping chain (every error leaves as problem+json).
+     * one error-mapping chain (every error leaves as problem+json). {@code GET /openapi} is added beside them by
+     * the OpenAPI feature.
      */
     public static void routing(HttpRouting.Builder routing, Services services) {
         routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC))
                .register("/events", services.eventRoutes())
                .register("/purchases", services.purchaseRoutes());
         errors(routing);
+    }
+
+    /**
+     * {@code GET /openapi}: the public API's document, {@code META-INF/openapi.yaml}, as YAML or JSON, on the
+     * public socket only (the admin routes are the operator's, and are not in it); {@link AccessFilter}'s
+     * table lets anyone read it.
+     */
+    public static OpenApiFeature openApi() {
+        return OpenApiFeature.builder().addSocket(WebServer.DEFAULT_SOCKET_NAME).build();
     }
 
     /** The admin port's routes, the operator's only (and /observe, whose health needs no key). */
