@@ -13,8 +13,10 @@ import io.helidon.logging.common.LogConfig;
 import io.helidon.metrics.api.Gauge;
 import io.helidon.metrics.api.Meter;
 import io.helidon.metrics.api.Metrics;
+import io.helidon.openapi.OpenApiFeature;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
+import io.helidon.webserver.http.HttpRules;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import io.helidon.webserver.observe.ObserveFeature;
@@ -106,6 +108,7 @@ public final class Main {
                                         .addObserver(HealthObserver.builder().details(true).addCheck(database(services)).build())
                                         .addObserver(MetricsObserver.create())
                                         .build())
+                    .addFeature(openApi())
                     .routing(routing -> routing(routing, services))
                     .routing(ADMIN, routing -> adminRouting(routing, services))
                     .build()
@@ -123,14 +126,33 @@ public final class Main {
     public static final String ADMIN = "admin";
 
     /**
-     * The public port's routes: events and purchases, each as {@link AccessFilter}'s table allows, and the
-     * one error-mapping chain (every error leaves as problem+json).
+     * The public port's routing: {@link AccessFilter}'s table, the {@link #publicRoutes}, and the one
+     * error-mapping chain (every error leaves as problem+json). {@code GET /openapi} is added beside them by
+     * the OpenAPI feature.
      */
     public static void routing(HttpRouting.Builder routing, Services services) {
-        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC))
-               .register("/events", services.eventRoutes())
-               .register("/purchases", services.purchaseRoutes());
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC));
+        publicRoutes(routing, services);
         errors(routing);
+    }
+
+    /**
+     * Every route of the public API: events and purchases. A public route is added here and nowhere else,
+     * for this is what OpenApiTest reads to hold {@code META-INF/openapi.yaml} to the routes served: a route
+     * added here and not described there (or described and not served) fails the build.
+     */
+    public static void publicRoutes(HttpRules rules, Services services) {
+        rules.register("/events", services.eventRoutes())
+             .register("/purchases", services.purchaseRoutes());
+    }
+
+    /**
+     * {@code GET /openapi}: the public API's document, {@code META-INF/openapi.yaml}, as YAML or JSON, on the
+     * public socket only (the admin routes are the operator's, and are not in it); {@link AccessFilter}'s
+     * table lets anyone read it.
+     */
+    public static OpenApiFeature openApi() {
+        return OpenApiFeature.builder().addSocket(WebServer.DEFAULT_SOCKET_NAME).build();
     }
 
     /** The admin port's routes, the operator's only (and /observe/health and the /ops/ page's files, which need no key). */

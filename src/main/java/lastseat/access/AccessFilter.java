@@ -69,6 +69,10 @@ public final class AccessFilter implements Filter {
             && SEGMENT.matcher(parts[2]).matches()) {
             return Need.ANYONE;
         }
+        if (parts.length == 2 && parts[1].equals("openapi") && method == Method.GET) {
+            // The API's document: what a client reads before it has a key.
+            return Need.ANYONE;
+        }
         if (parts.length >= 2 && parts[1].equals("purchases")) {
             if (parts.length == 2) {
                 return method == Method.POST ? Need.CLIENT : method == Method.GET ? Need.CLIENT_OR_OPERATOR : Need.OPERATOR;

@@ -58,6 +58,7 @@ class AccessMatrixTest {
                 new Route(Port.PUBLIC, "GET", "/purchases?state=CONFIRMED", null, Need.CLIENT_OR_OPERATOR),
                 new Route(Port.PUBLIC, "GET", "/purchases/" + purchase, null, Need.CLIENT_OR_OPERATOR),
                 new Route(Port.PUBLIC, "POST", "/purchases/" + UUID.randomUUID() + "/cancel", "", Need.CLIENT),
+                new Route(Port.PUBLIC, "GET", "/openapi", null, Need.ANYONE),
                 new Route(Port.ADMIN, "GET", "/observe/health", null, Need.ANYONE),
                 new Route(Port.ADMIN, "GET", "/observe/metrics", null, Need.OPERATOR),
                 new Route(Port.ADMIN, "GET", "/outbox?state=dead", null, Need.OPERATOR),
@@ -120,7 +121,7 @@ class AccessMatrixTest {
                 wrong.add("GET " + path + " on the public port: " + answer.status());
             }
         }
-        for (String path : List.of("/events/" + event, "/purchases/" + purchase, "/purchases?state=CONFIRMED")) {
+        for (String path : List.of("/events/" + event, "/purchases/" + purchase, "/purchases?state=CONFIRMED", "/openapi")) {
             Answer answer = app.client().send("GET", at.admin(), path, at.operatorKey(), null, null);
             if (answer.status() != 404) {
                 wrong.add("GET " + path + " on the admin port: " + answer.status());
