@@ -5,6 +5,7 @@ import lastseat.config.ChecksConfig;
 import lastseat.inventory.Hold;
 import lastseat.outside.Outside;
 import lastseat.web.Json;
+import lastseat.web.Text;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
 import lastseat.work.Scoped;
@@ -30,6 +31,8 @@ import java.util.Map;
 public final class Checks {
     /** What a DECIMAL(12,2) column can hold; a larger quote is nonsense, not a tax. */
     private static final BigDecimal MAX_TAX = new BigDecimal("1000000000");
+    /** The most of a decline's reason that is shown and stored. */
+    private static final int MAX_REASON = 100;
     private final Outside http;
     private final ChecksConfig config;
 
@@ -49,17 +52,22 @@ public final class Checks {
     }
 
     /** A subtask's way to end the scope with what it found (a decline, an unusable service). */
-    private static final class Stop extends RuntimeException {
+    private static final class Stop extends RuntimeException implements Timeline.Outcome {
         private final Checked checked;
 
         Stop(Checked checked) {
-            // The message is what the step's timeline shows.
-            super(switch (checked) {
+            super(null, null, false, false);
+            this.checked = checked;
+        }
+
+        /** What the step's timeline shows. */
+        @Override
+        public String outcome() {
+            return switch (checked) {
                 case Checked.Declined declined -> "declined" + (declined.reason() == null ? "" : ": " + declined.reason());
                 case Checked.Unavailable unavailable -> unavailable.what();
                 case Checked.Passed passed -> "passed";
-            }, null, false, false);
-            this.checked = checked;
+            };
         }
     }
 
@@ -73,7 +81,7 @@ public final class Checks {
         String decision = answer.path("decision").asText("");
         return switch (decision) {
             case "approve" -> true;
-            case "decline" -> throw new Stop(new Checked.Declined(answer.path("reason").asText(null)));
+            case "decline" -> throw new Stop(new Checked.Declined(Text.cleaned(answer.path("reason").asText(null), MAX_REASON)));
             default -> throw unavailable("fraud", "the answer has no decision");
         };
     }
@@ -89,7 +97,8 @@ public final class Checks {
             BigDecimal tax = new BigDecimal(answer.path("tax").asText());
             String currency = answer.path("currency").asText();
             if (tax.signum() < 0 || tax.scale() > 2 || tax.compareTo(MAX_TAX) >= 0 || !hold.currency().equals(currency)) {
-                throw unavailable("tax", "the quote " + tax + " " + currency + " is not usable");
+                // Not repeated: the service's words are not ours to show the buyer.
+                throw unavailable("tax", "the quote is not usable (negative, finer than cents, too large or in another currency)");
             }
             return new Quote(tax.setScale(2), currency);
         } catch (NumberFormatException e) {

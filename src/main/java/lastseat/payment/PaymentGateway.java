@@ -7,6 +7,7 @@ import io.github.resilience4j.bulkhead.BulkheadFullException;
 import lastseat.config.PaymentConfig;
 import lastseat.outside.Outside;
 import lastseat.web.Json;
+import lastseat.web.Text;
 import lastseat.work.Backoff;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
@@ -328,7 +329,7 @@ public final class PaymentGateway {
 
     private static String reason(String body) {
         try {
-            return Json.tree(body).path("reason").asText(null);
+            return Text.cleaned(Json.tree(body).path("reason").asText(null), 100);
         } catch (IOException e) {
             return null;
         }

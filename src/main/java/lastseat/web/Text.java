@@ -4,7 +4,8 @@ package lastseat.web;
  * The one rule for text a client sends, applied to every text field of {@code POST /purchases} and
  * {@code POST /events} before anything is read or written: no control character (U+0000–U+001F,
  * U+007F–U+009F, NUL included), no unpaired surrogate (text that is not valid Unicode), and no more
- * than the field's length. A field's own format (an email, a seat label) is checked after this.
+ * than the field's length. A field's own format (an email, a seat label) is checked after this. Text an
+ * outside service gives for the buyer (a decline's reason) is {@link #cleaned} to the same rule.
  *
  * <p>Contract: {@link #checked} returns the value unchanged, or throws a 400 {@code invalid-field}
  * problem that names the field and the fault and never repeats the value. Length is counted in UTF-16
@@ -39,6 +40,34 @@ public final class Text {
     /** Whether {@code value} passes {@link #checked}: for ids in a path, where a value that cannot be stored cannot exist. */
     public static boolean storable(String value, int maxLength) {
         return value != null && fault(value, maxLength) == null;
+    }
+
+    /**
+     * Text from an outside service that is shown to the buyer and stored (a fraud or payment decline's
+     * reason), fit for both: control characters and unpaired surrogates dropped, cut to {@code maxLength};
+     * null stays null, and so does text with nothing left.
+     */
+    public static String cleaned(String value, int maxLength) {
+        if (value == null) {
+            return null;
+        }
+        StringBuilder kept = new StringBuilder();
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (Character.isHighSurrogate(c) && i + 1 < value.length() && Character.isLowSurrogate(value.charAt(i + 1))) {
+                if (kept.length() + 2 > maxLength) {
+                    break;
+                }
+                kept.append(c).append(value.charAt(++i));
+            } else if (!Character.isISOControl(c) && !Character.isSurrogate(c)) {
+                if (kept.length() + 1 > maxLength) {
+                    break;
+                }
+                kept.append(c);
+            }
+        }
+        String text = kept.toString().strip();
+        return text.isEmpty() ? null : text;
     }
 
     /** What is wrong with {@code value}, as the end of a sentence that starts with the field's name; null when nothing is. */

@@ -50,6 +50,16 @@ class TextTest {
         assertThat(Text.storable("a\u0000", 100)).isFalse();
     }
 
+    @Test
+    void anOutsideServicesReasonIsCleanedToTheSameRuleAndCut() {
+        assertThat(Text.cleaned("card\u0000 declined\n", 100)).isEqualTo("card declined");
+        assertThat(Text.cleaned("\ud800no\udc00 funds \ud83c\udf9f", 100)).isEqualTo("no funds \ud83c\udf9f");
+        assertThat(Text.cleaned("x".repeat(150), 100)).hasSize(100);
+        assertThat(Text.cleaned("x".repeat(99) + "\ud83c\udf9f", 100)).as("a pair is never cut in two").isEqualTo("x".repeat(99));
+        assertThat(Text.cleaned("\u0000\t ", 100)).isNull();
+        assertThat(Text.cleaned(null, 100)).isNull();
+    }
+
     private static Problem refused(String field, String value, int max) {
         Problem problem = catchThrowableOfType(Problem.class, () -> Text.checked(field, value, max));
         assertThat(problem).as("%s refused", field).isNotNull();
