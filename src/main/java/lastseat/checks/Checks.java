@@ -15,6 +15,8 @@ import java.io.IOException;
 import java.math.BigDecimal;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * Step 2: the fraud check and the tax quote, forked together in one scope with the remaining
@@ -29,6 +31,7 @@ import java.util.Map;
  * sibling); nothing else may leave this class as an exception but the deadline and the interrupt.
  */
 public final class Checks {
+    private static final Logger LOG = Logger.getLogger(Checks.class.getName());
     /** What a DECIMAL(12,2) column can hold; a larger quote is nonsense, not a tax. */
     private static final BigDecimal MAX_TAX = new BigDecimal("1000000000");
     /** The most of a decline's reason that is shown and stored. */
@@ -111,6 +114,8 @@ public final class Checks {
         try {
             answer = http.post(path, Json.text(body), Map.of(), deadline);
         } catch (IOException e) {
+            // The buyer is told the sentence; what the client library said is for the log.
+            LOG.log(Level.FINE, e, () -> service + " could not be reached or did not answer");
             throw unavailable(service, "it could not be reached or did not answer");
         }
         if (answer.status() != 200) {
@@ -119,6 +124,7 @@ public final class Checks {
         try {
             return Json.tree(answer.body());
         } catch (IOException e) {
+            LOG.log(Level.FINE, e, () -> service + " answered something that is not JSON");
             throw unavailable(service, "the answer is not JSON");
         }
     }

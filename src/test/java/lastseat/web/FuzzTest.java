@@ -414,8 +414,9 @@ class FuzzTest {
                 mutations.add("invalid UTF-8");
             }
             case 2 -> {
-                // Past the purchase's 16 KiB limit (413), or, rarely, an event past its 1 MiB one.
-                int size = body.has("paymentToken") || random.nextInt(8) != 0 ? 20_000 : 1_100_000;
+                // Past a purchase's 16 KiB limit (413). Not past an event's 1 MiB: the server answers 413 before it
+                // has read the body and closes, and a client still sending that much reads a broken connection.
+                int size = 20_000;
                 byte[] padded = new byte[size];
                 java.util.Arrays.fill(padded, (byte) ' ');
                 System.arraycopy(bytes, 0, padded, 0, bytes.length);

@@ -194,8 +194,6 @@ class NoLeaksTest {
                                                                               "Idempotency-Key", "a b"), json));
         answers.put("a body over the route's limit", client.post("/purchases", Map.of("Content-Type", "application/json",
                                                                                       "Idempotency-Key", key), new byte[20_000]));
-        answers.put("a body over the server's limit", client.post("/events", Map.of("Content-Type", "application/json"),
-                                                                  new byte[3 * 1024 * 1024]));
         answers.put("an empty body", client.post("/purchases", Map.of("Content-Type", "application/json", "Idempotency-Key", key),
                                                  new byte[0]));
         answers.put("a bad admin body", client.post("/admin/clients", Map.of("Content-Type", "application/json"),
@@ -289,6 +287,8 @@ class NoLeaksTest {
                 failure("fraud answers a stack trace", "/fraud/checks", aResponse().withStatus(500)
                         .withBody("org.postgresql.util.PSQLException: ERROR: relation \"x\" does not exist\n\tat java.base/x"), 503),
                 failure("fraud answers no JSON", "/fraud/checks", aResponse().withStatus(200).withBody("<html>NullPointerException</html>"), 503),
+                failure("fraud declines with a NUL in its reason", "/fraud/checks", aResponse().withStatus(200)
+                        .withBody("{\"decision\":\"decline\",\"reason\":\"risky\\u0000 buyer\\n\"}"), 403),
                 failure("tax answers nothing", "/tax/quotes", aResponse().withFault(Fault.EMPTY_RESPONSE), 503),
                 failure("tax quotes in a currency named like a class", "/tax/quotes", aResponse().withStatus(200)
                         .withBody("{\"tax\":\"1.00\",\"currency\":\"java.lang.Exception\"}"), 503),
@@ -296,6 +296,8 @@ class NoLeaksTest {
                 failure("payment breaks its answer", "/payments", aResponse().withFault(Fault.MALFORMED_RESPONSE_CHUNK), 202),
                 failure("payment answers a stack trace", "/payments", aResponse().withStatus(500)
                         .withBody("java.sql.SQLException: deadlock\n\tat org.h2.Driver"), 202),
+                failure("payment answers a status named like a class", "/payments", aResponse().withStatus(201)
+                        .withBody("{\"id\":\"pay_1\",\"status\":\"java.lang.Exception\"}"), 202),
                 failure("payment answers no JSON", "/payments", aResponse().withStatus(201).withBody("<html>SQL Exception</html>"), 202),
                 failure("payment refuses with a stack trace", "/payments", aResponse().withStatus(400)
                         .withBody("com.fasterxml.jackson.core.JsonParseException: Unrecognized token"), 502));
