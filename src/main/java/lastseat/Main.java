@@ -24,6 +24,7 @@ import io.helidon.webserver.observe.health.HealthObserver;
 import io.helidon.webserver.observe.metrics.MetricsObserver;
 import io.helidon.webserver.staticcontent.StaticContentService;
 import lastseat.access.AccessFilter;
+import lastseat.db.DatabaseBusy;
 import lastseat.inventory.NewEvent;
 import lastseat.outbox.OutboxQuery;
 import lastseat.web.Failures;
@@ -173,21 +174,32 @@ public final class Main {
                .error(Exception.class, Main::unexpected);
     }
 
+    /** Helidon's own refusals in routing (no route, ...): the status stays, its message goes to the log only. */
     private static void http(ServerRequest request, ServerResponse response, HttpException e) {
         int status = e.status().code();
+        LOG.log(Level.FINE, () -> "answered " + status + " on " + request.path().absolute().path() + ": " + e.getMessage());
         String kind = status == 404 ? "not-found" : "http-" + status;
-        String detail = status == 404 ? "There is no resource at " + request.path().absolute().path() : e.status().reasonPhrase();
+        String detail = status == 404 ? "There is no resource at " + request.path().absolute().path()
+                : "The request was refused (" + status + " " + e.status().reasonPhrase() + ")";
         problem(request, response, new Problem(status, kind, e.status().reasonPhrase(), detail));
     }
 
-    /** Errors Helidon raises before routing (a body over server.max-payload-size, a broken request line). */
+    /**
+     * Errors Helidon raises before routing (a body over server.max-payload-size, a broken request line or
+     * header). Helidon's message names its parser's findings in its own words, and may quote what was
+     * sent: it goes to the log, and the answer says what went wrong in ours.
+     */
     private static DirectHandler.TransportResponse transportError(DirectHandler.TransportRequest request,
                                                                   DirectHandler.EventType type, Status status,
                                                                   ServerResponseHeaders headers, String message) {
-        Problem problem = status.code() == 413
-                ? new Problem(413, "body-too-large", "Payload too large", "The request body is larger than the server accepts")
-                : new Problem(status.code(), "bad-request", status.reasonPhrase(),
-                              message == null ? "The request could not be read" : message);
+        LOG.log(Level.FINE, () -> "refused a request before routing with " + status.code() + ": " + message);
+        Problem problem = switch (status.code()) {
+            case 413 -> new Problem(413, "body-too-large", "Payload too large", "The request body is larger than the server accepts");
+            case 414 -> new Problem(414, "uri-too-long", status.reasonPhrase(), "The request's path and query are longer than the server accepts");
+            case 431 -> new Problem(431, "headers-too-large", status.reasonPhrase(), "The request's headers are larger than the server accepts");
+            default -> new Problem(status.code(), "bad-request", status.reasonPhrase(),
+                                   "The request could not be read as HTTP: check its request line, headers and length");
+        };
         return DirectHandler.TransportResponse.builder()
                 .status(status)
                 .headers(headers)
@@ -200,11 +212,16 @@ public final class Main {
         Reply.problem(problem, request.path().absolute().path()).send(response);
     }
 
+    /** Anything else: the caller is told only what it may rely on (Failures); the log keeps the exception. */
     private static void unexpected(ServerRequest request, ServerResponse response, Exception e) {
-        if (!(e instanceof lastseat.db.DatabaseBusy)) {
+        if (e instanceof DatabaseBusy) {
+            // Overload, not a fault: every refused request would log it at once.
+            LOG.log(Level.FINE, "database busy on " + request.path().absolute().path(), e);
+        } else {
             LOG.log(Level.SEVERE, "unexpected failure on " + request.path().absolute().path(), e);
         }
-        problem(request, response, Failures.problemFor(e, "The request failed unexpectedly"));
+        problem(request, response, Failures.problemFor(e, "The request failed unexpectedly; try again, or tell the operator "
+                                                          + "if it keeps failing"));
     }
 
     private static HealthCheck database(Services services) {
@@ -227,9 +244,18 @@ public final class Main {
                             .detail("activeConnections", services.db().activeConnections())
                             .detail("poolSize", services.db().poolSize())
                             .build();
+                } catch (DatabaseBusy e) {
+                    LOG.log(Level.WARNING, "health: the database is busy", e);
+                    return down("the database is busy: no connection came free within db.connection-timeout");
                 } catch (RuntimeException e) {
-                    return HealthCheckResponse.builder().status(false).detail("error", String.valueOf(e.getMessage())).build();
+                    // The driver's and the pool's words name hosts, classes and SQL: the log has them, the answer does not.
+                    LOG.log(Level.WARNING, "health: the database check failed", e);
+                    return down("the database could not be used; the server log says why");
                 }
+            }
+
+            private HealthCheckResponse down(String why) {
+                return HealthCheckResponse.builder().status(false).detail("error", why).build();
             }
         };
     }

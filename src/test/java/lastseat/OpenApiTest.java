@@ -92,10 +92,10 @@ class OpenApiTest {
                                                          "lastseat/ops/OpsRoutes.java");
 
     /**
-     * The kinds no operation lists, because they come before any route runs: {@code bad-request} is Helidon's
-     * answer to a request it could not read as HTTP, on any path (Main's transport handler).
+     * The kinds no operation lists, because they come before any route runs: Helidon's answers to a request
+     * it could not read as HTTP, on any path (Main's transport handler).
      */
-    private static final Set<String> ON_NO_ROUTE = Set.of("bad-request");
+    private static final Set<String> ON_NO_ROUTE = Set.of("bad-request", "uri-too-long", "headers-too-large");
 
     private static JsonNode doc;
 

@@ -5,6 +5,7 @@ import lastseat.config.ChecksConfig;
 import lastseat.inventory.Hold;
 import lastseat.outside.Outside;
 import lastseat.web.Json;
+import lastseat.web.Text;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
 import lastseat.work.Scoped;
@@ -14,6 +15,8 @@ import java.io.IOException;
 import java.math.BigDecimal;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * Step 2: the fraud check and the tax quote, forked together in one scope with the remaining
@@ -28,8 +31,11 @@ import java.util.Map;
  * sibling); nothing else may leave this class as an exception but the deadline and the interrupt.
  */
 public final class Checks {
+    private static final Logger LOG = Logger.getLogger(Checks.class.getName());
     /** What a DECIMAL(12,2) column can hold; a larger quote is nonsense, not a tax. */
     private static final BigDecimal MAX_TAX = new BigDecimal("1000000000");
+    /** The most of a decline's reason that is shown and stored. */
+    private static final int MAX_REASON = 100;
     private final Outside http;
     private final ChecksConfig config;
 
@@ -49,17 +55,22 @@ public final class Checks {
     }
 
     /** A subtask's way to end the scope with what it found (a decline, an unusable service). */
-    private static final class Stop extends RuntimeException {
+    private static final class Stop extends RuntimeException implements Timeline.Outcome {
         private final Checked checked;
 
         Stop(Checked checked) {
-            // The message is what the step's timeline shows.
-            super(switch (checked) {
+            super(null, null, false, false);
+            this.checked = checked;
+        }
+
+        /** What the step's timeline shows. */
+        @Override
+        public String outcome() {
+            return switch (checked) {
                 case Checked.Declined declined -> "declined" + (declined.reason() == null ? "" : ": " + declined.reason());
                 case Checked.Unavailable unavailable -> unavailable.what();
                 case Checked.Passed passed -> "passed";
-            }, null, false, false);
-            this.checked = checked;
+            };
         }
     }
 
@@ -73,7 +84,7 @@ public final class Checks {
         String decision = answer.path("decision").asText("");
         return switch (decision) {
             case "approve" -> true;
-            case "decline" -> throw new Stop(new Checked.Declined(answer.path("reason").asText(null)));
+            case "decline" -> throw new Stop(new Checked.Declined(Text.cleaned(answer.path("reason").asText(null), MAX_REASON)));
             default -> throw unavailable("fraud", "the answer has no decision");
         };
     }
@@ -89,7 +100,8 @@ public final class Checks {
             BigDecimal tax = new BigDecimal(answer.path("tax").asText());
             String currency = answer.path("currency").asText();
             if (tax.signum() < 0 || tax.scale() > 2 || tax.compareTo(MAX_TAX) >= 0 || !hold.currency().equals(currency)) {
-                throw unavailable("tax", "the quote " + tax + " " + currency + " is not usable");
+                // Not repeated: the service's words are not ours to show the buyer.
+                throw unavailable("tax", "the quote is not usable (negative, finer than cents, too large or in another currency)");
             }
             return new Quote(tax.setScale(2), currency);
         } catch (NumberFormatException e) {
@@ -102,6 +114,8 @@ public final class Checks {
         try {
             answer = http.post(path, Json.text(body), Map.of(), deadline);
         } catch (IOException e) {
+            // The buyer is told the sentence; what the client library said is for the log.
+            LOG.log(Level.FINE, e, () -> service + " could not be reached or did not answer");
             throw unavailable(service, "it could not be reached or did not answer");
         }
         if (answer.status() != 200) {
@@ -110,6 +124,7 @@ public final class Checks {
         try {
             return Json.tree(answer.body());
         } catch (IOException e) {
+            LOG.log(Level.FINE, e, () -> service + " answered something that is not JSON");
             throw unavailable(service, "the answer is not JSON");
         }
     }

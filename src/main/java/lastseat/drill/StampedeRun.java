@@ -2,6 +2,7 @@ package lastseat.drill;
 
 import lastseat.config.DrillsConfig;
 import lastseat.db.Database;
+import lastseat.db.DatabaseBusy;
 import lastseat.db.Sql;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.NewEvent;
@@ -23,6 +24,8 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.TimeUnit;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * One stampede: a fresh event with {@code seats} seats, {@code buyers} buyers on their own virtual
@@ -34,6 +37,7 @@ import java.util.concurrent.TimeUnit;
  * likely, so an unsafe run shows the race every time rather than by luck.
  */
 final class StampedeRun {
+    private static final Logger LOG = Logger.getLogger(StampedeRun.class.getName());
     enum Mode { UNSAFE, SAFE }
 
     /** The body of {@code POST /drills/stampede}. */
@@ -150,7 +154,9 @@ final class StampedeRun {
             };
             return new Answer(buyer, seat, holder != null, holder != null ? "confirmed" : seat + " is already taken", holder);
         } catch (RuntimeException e) {
-            return new Answer(buyer, seat, false, seat + " could not be booked: " + e.getMessage(), null);
+            LOG.log(Level.WARNING, "stampede buyer " + buyer + " could not book " + seat, e);
+            return new Answer(buyer, seat, false, seat + " could not be booked: "
+                    + (e instanceof DatabaseBusy ? "the database was busy" : "the booking failed; the server log says why"), null);
         }
     }
 

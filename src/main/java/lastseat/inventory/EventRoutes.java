@@ -9,6 +9,7 @@ import lastseat.web.Bodies;
 import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
+import lastseat.web.Text;
 
 /** {@code /events}: create one ({@code POST}), read one with its seats ({@code GET /{id}}). */
 public final class EventRoutes implements HttpService {
@@ -39,6 +40,10 @@ public final class EventRoutes implements HttpService {
 
     private void find(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
+        if (!Text.storable(id, 64)) {
+            // No event can have it, and PostgreSQL would refuse to even look (a NUL): not found, without echoing it.
+            throw Problem.notFound("unknown-event", "There is no event with that id");
+        }
         EventView event = inventory.find(id, true)
                 .orElseThrow(() -> Problem.notFound("unknown-event", "There is no event " + id));
         Reply.json(200, event, null).send(response);

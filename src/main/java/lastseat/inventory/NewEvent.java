@@ -1,13 +1,18 @@
 package lastseat.inventory;
 
 import lastseat.web.Problem;
+import lastseat.web.Text;
 
 import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
 
-/** The body of {@code POST /events}: named seats, or a capacity whose seats are named 1..capacity. */
+/**
+ * The body of {@code POST /events}: named seats, or a capacity whose seats are named 1..capacity. Every
+ * text field passes {@link Text} (no control characters, valid Unicode, its column's length) before its
+ * own format.
+ */
 public record NewEvent(String id, String name, List<String> seats, Integer capacity, BigDecimal price, String currency) {
     private static final Pattern ID = Pattern.compile("[a-z0-9][a-z0-9-]{0,63}");
     private static final Pattern CURRENCY = Pattern.compile("[A-Z]{3}");
@@ -23,16 +28,16 @@ public record NewEvent(String id, String name, List<String> seats, Integer capac
 
     /** The seat labels in order, after checking every field; a 400 problem names the first bad one. */
     private List<String> validSeats(int maxCapacity) {
-        if (id != null && !ID.matcher(id).matches()) {
+        if (Text.checked("id", id, 64) != null && !ID.matcher(id).matches()) {
             throw Problem.badRequest("invalid-field", "id must be 1-64 lowercase letters, digits or '-'");
         }
-        if (name == null || name.isBlank() || name.length() > 200) {
+        if (Text.checked("name", name, 200) == null || name.isBlank()) {
             throw Problem.badRequest("invalid-field", "name is required (1-200 characters)");
         }
         if (price == null || price.signum() < 0 || price.scale() > 2 || price.compareTo(new BigDecimal("1000000")) >= 0) {
             throw Problem.badRequest("invalid-field", "price must be a decimal string or number from 0 to 999999.99 with at most 2 decimals");
         }
-        if (currency == null || !CURRENCY.matcher(currency).matches()) {
+        if (Text.checked("currency", currency, 3) == null || !CURRENCY.matcher(currency).matches()) {
             throw Problem.badRequest("invalid-field", "currency must be three capital letters (ISO 4217), e.g. EUR");
         }
         if ((seats == null) == (capacity == null)) {

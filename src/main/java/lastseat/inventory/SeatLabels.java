@@ -1,6 +1,7 @@
 package lastseat.inventory;
 
 import lastseat.web.Problem;
+import lastseat.web.Text;
 
 import java.util.HashSet;
 import java.util.List;
@@ -23,7 +24,8 @@ public final class SeatLabels {
             throw Problem.badRequest("invalid-field", "seats must list from 1 to " + max + " seat labels");
         }
         var seen = new HashSet<String>();
-        for (String label : labels) {
+        for (int i = 0; i < labels.size(); i++) {
+            String label = Text.checked("seats[" + i + "]", labels.get(i), 16);
             if (label == null || !LABEL.matcher(label).matches()) {
                 throw Problem.badRequest("invalid-field", "seat labels are 1-16 letters, digits, '_' or '-', starting with a letter or digit");
             }

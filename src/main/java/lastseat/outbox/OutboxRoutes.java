@@ -7,6 +7,7 @@ import io.helidon.webserver.http.ServerResponse;
 import lastseat.db.Database;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
+import lastseat.web.Text;
 
 import java.time.Instant;
 import java.util.List;
@@ -41,6 +42,9 @@ public final class OutboxRoutes implements HttpService {
 
     private void retry(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
+        if (!Text.storable(id, 36)) {
+            throw Problem.notFound("unknown-outbox-row", "There is no outbox row with that id");
+        }
         switch (worker.retry(id)) {
             case OutboxWorker.Retry.Queued queued -> Reply.json(200, Item.of(queued.row()), null).send(response);
             case OutboxWorker.Retry.NotDead notDead -> throw new Problem(409, "outbox-row-not-dead", "Not dead",

@@ -8,6 +8,9 @@ import lastseat.work.Backoff;
 import lastseat.work.Worker;
 
 import java.io.IOException;
+import java.net.ConnectException;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpTimeoutException;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
@@ -177,11 +180,19 @@ public final class OutboxWorker implements AutoCloseable {
             permanent = answer.status() >= 400 && answer.status() < 500 && !RETRIED_4XX.contains(answer.status());
         } catch (IOException e) {
             // A timeout or a reset proves nothing about arrival; the same key makes the next try safe.
-            error = e.getClass().getSimpleName() + ": " + e.getMessage();
+            error = switch (e) {
+                case HttpConnectTimeoutException timeout -> "could not connect to the receiver in time";
+                case ConnectException refused -> "could not connect to the receiver";
+                case HttpTimeoutException timeout -> "no answer within " + config.callTimeout().toMillis() + " ms";
+                default -> "the connection broke before the receiver answered";
+            };
+            LOG.log(Level.FINE, "outbox " + row.dedupeKey() + " attempt " + attempt + ": " + error, e);
         } catch (RuntimeException e) {
             // A request that cannot even be built (a bad URI or header) is our fault, not the receiver's:
-            // record it and let the backoff and the attempt limit bound it like any other failure.
-            error = e.getClass().getSimpleName() + ": " + e.getMessage();
+            // record it and let the backoff and the attempt limit bound it like any other failure. The row
+            // shows a sentence (GET /outbox shows it); the exception is in the log.
+            error = "the request could not be sent; the server log says why";
+            LOG.log(Level.WARNING, "outbox " + row.dedupeKey() + " attempt " + attempt + " could not be sent", e);
         }
         failed(row, attempt, error, permanent);
         return false;

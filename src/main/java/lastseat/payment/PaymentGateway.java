@@ -7,6 +7,7 @@ import io.github.resilience4j.bulkhead.BulkheadFullException;
 import lastseat.config.PaymentConfig;
 import lastseat.outside.Outside;
 import lastseat.web.Json;
+import lastseat.web.Text;
 import lastseat.work.Backoff;
 import lastseat.work.Deadline;
 import lastseat.work.DeadlinePassed;
@@ -178,6 +179,7 @@ public final class PaymentGateway {
         try {
             answer = http.get(config.path() + "?idempotencyKey=" + URLEncoder.encode(key, StandardCharsets.UTF_8), timeout);
         } catch (IOException e) {
+            LOG.log(java.util.logging.Level.FINE, e, () -> "payment lookup of purchase " + purchaseId + " got no answer");
             return new Lookup.Unclear("the provider could not be reached or did not answer");
         }
         if (answer.status() == 404) {
@@ -192,7 +194,7 @@ public final class PaymentGateway {
         }
         return switch (captured(answer.body())) {
             case Charge.Captured captured -> new Lookup.Captured(captured.paymentId());
-            default -> new Lookup.Unclear("the provider's payment for the key is " + (status.isEmpty() ? "unreadable" : status));
+            default -> new Lookup.Unclear("the provider's payment for the key is " + (status.isEmpty() ? "unreadable" : word(status)));
         };
     }
 
@@ -269,12 +271,15 @@ public final class PaymentGateway {
         try {
             answer = call.send(http);
         } catch (ConnectException | HttpConnectTimeoutException e) {
-            // No connection, so no request: this call charged nothing.
+            // No connection, so no request: this call charged nothing. Each ending says a sentence; the log has the rest.
+            LOG.log(java.util.logging.Level.FINE, e, () -> "payment of purchase " + order.purchaseId() + ": no connection");
             return new Attempt(new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, "could not connect to the provider"), false, false);
         } catch (HttpTimeoutException e) {
             // The deadline is spent: there is no time to ask again.
+            LOG.log(java.util.logging.Level.FINE, e, () -> "payment of purchase " + order.purchaseId() + ": no answer in time");
             return new Attempt(new Charge.Unknown("no answer from the provider in time"), true, false);
         } catch (IOException e) {
+            LOG.log(java.util.logging.Level.FINE, e, () -> "payment of purchase " + order.purchaseId() + ": the connection broke");
             return new Attempt(new Charge.Unknown("the connection broke before the provider answered"), true, true);
         }
         return switch (answer.status()) {
@@ -312,10 +317,19 @@ public final class PaymentGateway {
             if ("captured".equals(payment.path("status").asText()) && !id.isEmpty()) {
                 return new Charge.Captured(id);
             }
-            return new Charge.Unknown("the provider answered status " + payment.path("status").asText("(none)"));
+            return new Charge.Unknown("the provider answered status " + word(payment.path("status").asText("")));
         } catch (IOException e) {
+            LOG.log(java.util.logging.Level.FINE, "the payment provider's answer is not JSON", e);
             return new Charge.Unknown("the provider's answer is not JSON");
         }
+    }
+
+    /**
+     * A status the provider gave, as a reason repeats it: a plain word ("pending"), else "(none)" or
+     * "(unreadable)". Reasons are stored and shown to the buyer; the provider's other text is not ours to.
+     */
+    private static String word(String status) {
+        return status.isEmpty() ? "(none)" : status.matches("[A-Za-z_-]{1,30}") ? status : "(unreadable)";
     }
 
     private static String status(String body) {
@@ -328,7 +342,7 @@ public final class PaymentGateway {
 
     private static String reason(String body) {
         try {
-            return Json.tree(body).path("reason").asText(null);
+            return Text.cleaned(Json.tree(body).path("reason").asText(null), 100);
         } catch (IOException e) {
             return null;
         }

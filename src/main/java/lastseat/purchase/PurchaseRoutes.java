@@ -17,6 +17,7 @@ import lastseat.web.Failures;
 import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
+import lastseat.web.Text;
 import lastseat.payment.PaymentGateway;
 import lastseat.work.Deadline;
 import lastseat.work.Latency;
@@ -474,7 +475,7 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     private void cancel(ServerRequest request, ServerResponse response) {
-        String id = request.path().pathParameters().get("id");
+        String id = purchaseId(request);
         answers.of(purchases.cancel(id, Optional.of(Caller.of(request).name())), id).reply().send(response);
     }
 
@@ -511,11 +512,20 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     private void find(ServerRequest request, ServerResponse response) {
-        String id = request.path().pathParameters().get("id");
+        String id = purchaseId(request);
         // Another client's purchase is answered exactly as one that does not exist.
         PurchaseView view = purchases.find(id, only(Caller.of(request)))
                 .orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase " + id));
         Reply.json(200, view, null).send(response);
+    }
+
+    /** The purchase id in the path; one that no purchase can have (a NUL, too long) is 404 before any read. */
+    private static String purchaseId(ServerRequest request) {
+        String id = request.path().pathParameters().get("id");
+        if (!Text.storable(id, 36)) {
+            throw Problem.notFound("unknown-purchase", "There is no purchase with that id");
+        }
+        return id;
     }
 
     /** Whose purchases a caller sees: a client its own, the operator everyone's. */

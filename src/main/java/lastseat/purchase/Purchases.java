@@ -33,7 +33,8 @@ import java.util.stream.Collectors;
  * {@link #move} as a compare-and-set ({@code UPDATE purchases ... WHERE id = ? AND state = ?}) in
  * the transaction that also moves the seats, issues the tickets and queues the outbox rows the row
  * calls for. Zero rows changed is {@link Moved.Refused}, a value the caller must handle, never
- * ignored; nothing else changes then.
+ * ignored; nothing else changes then. A move to a terminal state drops the purchase's payment token in
+ * that same statement: nothing can be charged with it any more, and a token kept is only a liability.
  *
  * <p>Hazard: every hold must end CONFIRMED, RELEASED, EXPIRED or REFUNDED (or wait, seats held, in
  * PAYMENT_UNKNOWN / PAYMENT_UNRESOLVED for the provider's answer); a path that returns without one
@@ -304,7 +305,9 @@ public final class Purchases {
         args.addAll(change.setArgs);
         args.addAll(List.of(id, row.from().name()));
         args.addAll(change.guardArgs);
-        int rows = Sql.update(c, "UPDATE purchases SET state = ?, updated_at = ?" + change.sets()
+        // Only PAYING and an open payment may send the charge (again); past a terminal state the token has no use.
+        String token = row.to().terminal() ? ", payment_token = NULL" : "";
+        int rows = Sql.update(c, "UPDATE purchases SET state = ?, updated_at = ?" + token + change.sets()
                                  + " WHERE id = ? AND state = ?" + change.guard, args.toArray());
         if (rows == 0) {
             return new Moved.Refused(id, row, stateOf(c, id));
@@ -504,7 +507,10 @@ public final class Purchases {
                                          at, id));
     }
 
-    /** What the reconciler sends when it asks the provider to settle the charge: the same as the flow sent. */
+    /**
+     * What the reconciler sends when it asks the provider to settle the charge: the same as the flow sent.
+     * {@code paymentToken} is null once the purchase has ended (another instance settled it meanwhile).
+     */
     record Charged(String purchaseId, BigDecimal total, String currency, String paymentToken) {
     }
 

@@ -99,6 +99,10 @@ final class Reconciler {
             case PaymentGateway.Lookup.Unclear unclear -> new Answer.Open(unclear.reason());
             case PaymentGateway.Lookup.None none -> {
                 Purchases.Charged charged = purchases.charged(id);
+                if (charged.paymentToken() == null) {
+                    // It ended since it was leased (its token went with it): nothing to send, and its next move is refused.
+                    yield new Answer.Open("the purchase ended while it was being asked about");
+                }
                 Charge charge = payments.resend(new PaymentOrder(id, charged.total(), charged.currency(), charged.paymentToken()),
                                                 config.callTimeout());
                 yield switch (charge) {

@@ -25,7 +25,9 @@ import static lastseat.purchase.PurchaseState.RELEASED;
  *   <li>{@code tickets} are issued and the confirmation email queued in the outbox on every move to
  *       CONFIRMED; a refund ({@code POST /refunds}, its own key) and its email on every move to
  *       REFUNDED; a check with the provider is scheduled on the move to PAYMENT_UNKNOWN;</li>
- *   <li>the Idempotency-Key may be let go only once the purchase {@link PurchaseState#leavesNothing()}.</li>
+ *   <li>the Idempotency-Key may be let go only once the purchase {@link PurchaseState#leavesNothing()};</li>
+ *   <li>the payment token is dropped ({@code payment_token = NULL}) on every move to a terminal state:
+ *       only PAYING and an open payment (the reconciler's charge sent again) use it.</li>
  * </ul>
  *
  * <p>Hazard: PAYING, PAYMENT_UNKNOWN and PAYMENT_UNRESOLVED have no move to RELEASED except on a

@@ -10,6 +10,10 @@ import java.util.Optional;
  * {@code application/problem+json} (RFC 9457). {@code kind} becomes the {@code type}
  * {@code urn:lastseat:problem:<kind>}, one per kind of error, so clients can branch on it.
  * Subclasses name the outcomes of the domain (seats taken, fraud declined, ...).
+ *
+ * <p>Hazard: the detail is read by whoever sent the request. Build it from what the server knows, in
+ * words of its own; never from an exception's message, a library's or a database's text, or an outside
+ * service's answer (log those where they are caught). {@link Failures} maps every other failure.
  */
 public class Problem extends RuntimeException {
     public static final String TYPE_PREFIX = "urn:lastseat:problem:";

@@ -5,13 +5,20 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.logging.Level;
+import java.util.logging.Logger;
 
 /**
  * When each step of one purchase started and ended, and how it ended. Written by the purchase's own
  * thread and its subtasks (hence synchronized), persisted with the purchase's final transition and
  * shown by {@code GET /purchases/{id}}.
+ *
+ * <p>Hazard: an outcome is shown to the buyer. A step that fails with an {@link Outcome} records the
+ * sentence it carries; any other failure is recorded as "failed", and its class and message (a
+ * library's words, a database's, a class name) go to the log, never into the timeline.
  */
 public final class Timeline {
+    private static final Logger LOG = Logger.getLogger(Timeline.class.getName());
     public static final int MAX_OUTCOME = 200;
     private final List<Step> steps = new ArrayList<>();
     private final Clock clock;
@@ -22,6 +29,11 @@ public final class Timeline {
     }
 
     public record Step(String name, Instant startedAt, Instant endedAt, String outcome) {
+    }
+
+    /** A failure that says how its step ended in words written for the buyer: what the step's outcome shows. */
+    public interface Outcome {
+        String outcome();
     }
 
     /** Runs {@code work} as the step {@code name}; an interrupt is recorded as "cancelled" and rethrown. */
@@ -35,7 +47,7 @@ public final class Timeline {
             end(index, "cancelled");
             throw e;
         } catch (Exception e) {
-            end(index, Thread.currentThread().isInterrupted() ? "cancelled" : outcomeOf(e));
+            end(index, Thread.currentThread().isInterrupted() ? "cancelled" : outcomeOf(name, e));
             throw e;
         }
     }
@@ -65,9 +77,12 @@ public final class Timeline {
         return List.copyOf(steps);
     }
 
-    /** What a person reads in the timeline: the failure's own sentence, never a class name. */
-    private static String outcomeOf(Exception e) {
-        String message = e.getMessage();
-        return message == null || message.isBlank() ? "failed" : message;
+    /** What a person reads in the timeline: the sentence an {@link Outcome} carries, else only that it failed. */
+    private static String outcomeOf(String step, Exception e) {
+        if (e instanceof Outcome told && told.outcome() != null && !told.outcome().isBlank()) {
+            return told.outcome();
+        }
+        LOG.log(Level.WARNING, "step " + step + " failed unexpectedly; its timeline shows only \"failed\"", e);
+        return "failed";
     }
 }

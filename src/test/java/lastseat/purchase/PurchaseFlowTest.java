@@ -2,7 +2,9 @@ package lastseat.purchase;
 
 import lastseat.inventory.Order;
 import lastseat.purchase.PurchaseOutcome.Refusal;
+import lastseat.support.FakeOutside;
 import lastseat.support.FakeOutside.Trouble;
+import lastseat.support.Leaks;
 import lastseat.support.InProcess;
 import lastseat.work.Deadline;
 import org.junit.jupiter.api.Tag;
@@ -13,6 +15,10 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -192,6 +198,46 @@ class PurchaseFlowTest {
         assertThat(outcome).isInstanceOf(PurchaseOutcome.Pending.class);
         String id = onlyPurchase(event);
         assertThat(app.state(id)).isEqualTo("PAYMENT_UNKNOWN");
+
+        settledByTheReconciler(id, event);
+    }
+
+    @Test
+    void anUnexpectedFailureOfThePaymentCallShowsAsFailedAndLeavesItsWordsToTheLog() throws Exception {
+        String event = app.newEvent("A1");
+        app.outside.trouble(Trouble.FAIL_UNEXPECTEDLY);
+        List<LogRecord> logged = new CopyOnWriteArrayList<>();
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                logged.add(record);
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger timelineLog = Logger.getLogger(lastseat.work.Timeline.class.getName());
+        timelineLog.addHandler(handler);
+        PurchaseOutcome outcome;
+        try {
+            outcome = buy(event, "ada", "tok_ok", "A1");
+        } finally {
+            timelineLog.removeHandler(handler);
+        }
+
+        assertThat(outcome).as("it may have left: pending, never refused").isInstanceOf(PurchaseOutcome.Pending.class);
+        String id = onlyPurchase(event);
+        PurchaseView view = app.purchases.find(id).orElseThrow();
+        assertThat(view.timeline()).filteredOn(step -> step.step().equals("payment"))
+                .extracting(PurchaseView.Step::outcome).containsExactly("failed");
+        Leaks.none("the purchase", lastseat.web.Json.text(view));
+        assertThat(logged).as("the log keeps what the timeline does not")
+                .anySatisfy(record -> assertThat(record.getThrown()).hasMessage(FakeOutside.UNEXPECTED_MESSAGE));
 
         settledByTheReconciler(id, event);
     }

@@ -27,7 +27,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The purchase state machine walked row by row: every row of {@link Transition} tried on a purchase
  * in every state. From the row's own state it moves once, with exactly the row's effects on seats,
- * tickets and the outbox; tried again, or from any other state, it is refused as a value
+ * tickets, the outbox and the payment token (dropped on a move to a terminal state, kept otherwise);
+ * tried again, or from any other state, it is refused as a value
  * ({@link Purchases.Moved.Refused} naming the state found) and changes nothing. Moves the table does
  * not have cannot be asked for at all. Fast tier: the service's own {@link Purchases} on H2 in memory.
  */
@@ -79,6 +80,7 @@ class TransitionTableTest {
                 case GIVE_BACK -> "AVAILABLE";
             });
             assertThat(after.tickets()).isEqualTo(row.to() == PurchaseState.CONFIRMED ? 1 : 0);
+            assertThat(after.token()).as("payment token after %s", row).isEqualTo(row.to().terminal() ? null : "tok_ok");
             assertThat(after.outbox()).isEqualTo(switch (row.to()) {
                 case CONFIRMED -> List.of("confirmation-email");
                 case REFUNDED -> List.of("refund", "refund-email");
@@ -112,13 +114,14 @@ class TransitionTableTest {
     }
 
     /** What a move may change about one purchase. */
-    private record Snapshot(String state, String seat, long tickets, List<String> outbox) {
+    private record Snapshot(String state, String seat, long tickets, List<String> outbox, String token) {
         static Snapshot of(String id) {
             return new Snapshot(app.db.purchaseState(id),
                                 app.db.strings("SELECT s.state FROM seats s JOIN purchase_seats ps ON ps.event_id = s.event_id "
                                                  + "AND ps.label = s.label WHERE ps.purchase_id = ?", id).getFirst(),
                                 app.db.count("SELECT COUNT(*) FROM tickets WHERE purchase_id = ?", id),
-                                app.db.strings("SELECT kind FROM outbox WHERE purchase_id = ? ORDER BY kind", id));
+                                app.db.strings("SELECT kind FROM outbox WHERE purchase_id = ? ORDER BY kind", id),
+                                app.db.strings("SELECT payment_token FROM purchases WHERE id = ?", id).getFirst());
         }
     }
 

@@ -51,8 +51,17 @@ public final class FakeOutside implements Outside {
         /** The provider acted, and the connection broke before the answer. */
         BREAK_AFTER_ACTING,
         /** The provider acted, then answered 500. */
-        FAIL_AFTER_ACTING
+        FAIL_AFTER_ACTING,
+        /**
+         * The client library fails as nothing expects, before the request leaves: an unchecked exception
+         * whose message names classes and SQL ({@link #UNEXPECTED_MESSAGE}), which nobody may be shown.
+         */
+        FAIL_UNEXPECTEDLY
     }
+
+    /** What {@link Trouble#FAIL_UNEXPECTEDLY} says: everything a buyer must never read. */
+    public static final String UNEXPECTED_MESSAGE =
+            "java.lang.IllegalStateException: org.h2.jdbc.JdbcSQLSyntaxErrorException: SQL SELECT * FROM purchases [42102-252]";
 
     private final String fraudPath;
     private final String taxPath;
@@ -186,6 +195,9 @@ public final class FakeOutside implements Outside {
         }
         if (trouble == Trouble.LOSE_REQUEST) {
             throw new HttpTimeoutException("request timed out");
+        }
+        if (trouble == Trouble.FAIL_UNEXPECTEDLY) {
+            throw new IllegalStateException(UNEXPECTED_MESSAGE);
         }
         Payment payment = payments.computeIfAbsent(key, k -> new Payment(
                 "pay_" + sequence.incrementAndGet(), k, body.path("purchaseId").asText(), new BigDecimal(body.path("amount").asText()),

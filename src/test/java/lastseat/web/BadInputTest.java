@@ -67,6 +67,14 @@ class BadInputTest {
                 Arguments.of("quantity as text", "{\"eventId\":\"" + EVENT + "\",\"quantity\":\"2\"," + ok + "}", 400, "malformed-json"),
                 Arguments.of("no buyer", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"paymentToken\":\"tok_ok\"}", 400, "invalid-field"),
                 Arguments.of("bad email", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"a\",\"email\":\"nope\"},\"paymentToken\":\"t\"}", 400, "invalid-field"),
+                Arguments.of("NUL in eventId", "{\"eventId\":\"" + EVENT + "\\u0000\",\"seats\":[\"A1\"]," + ok + "}", 400, "invalid-field"),
+                Arguments.of("NUL in a seat label", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\\u0000\"]," + ok + "}", 400, "invalid-field"),
+                Arguments.of("NUL in buyer.id", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"a\\u0000\",\"email\":\"a@example.com\"},\"paymentToken\":\"tok_ok\"}", 400, "invalid-field"),
+                Arguments.of("NUL in buyer.email", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"a\",\"email\":\"a\\u0000@example.com\"},\"paymentToken\":\"tok_ok\"}", 400, "invalid-field"),
+                Arguments.of("line break in buyer.id", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"a\\nb\",\"email\":\"a@example.com\"},\"paymentToken\":\"tok_ok\"}", 400, "invalid-field"),
+                Arguments.of("unpaired surrogate in buyer.id", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"a\\ud800\",\"email\":\"a@example.com\"},\"paymentToken\":\"tok_ok\"}", 400, "invalid-field"),
+                Arguments.of("NUL in paymentToken", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"a\",\"email\":\"a@example.com\"},\"paymentToken\":\"tok\\u0000\"}", 400, "invalid-field"),
+                Arguments.of("over-long buyer.id", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"" + "b".repeat(101) + "\",\"email\":\"a@example.com\"},\"paymentToken\":\"tok_ok\"}", 400, "invalid-field"),
                 Arguments.of("body over the limit", "{\"eventId\":\"" + "x".repeat(20_000) + "\"}", 413, "body-too-large"));
     }
 
@@ -90,6 +98,31 @@ class BadInputTest {
         assertThat(APP.purchaseCalls()).isEmpty();
     }
 
+    static Stream<Arguments> aNulInEachTextField() {
+        String nul = "x\\u0000";
+        return Stream.of(
+                Arguments.of("eventId", "{\"eventId\":\"" + nul + "\",\"seats\":[\"A1\"],\"buyer\":{\"id\":\"a\",\"email\":\"a@example.com\"},\"paymentToken\":\"t\"}"),
+                Arguments.of("seats[1]", "{\"eventId\":\"" + EVENT + "\",\"seats\":[\"A1\",\"" + nul + "\"],\"buyer\":{\"id\":\"a\",\"email\":\"a@example.com\"},\"paymentToken\":\"t\"}"),
+                Arguments.of("buyer.id", "{\"eventId\":\"" + EVENT + "\",\"quantity\":1,\"buyer\":{\"id\":\"" + nul + "\",\"email\":\"a@example.com\"},\"paymentToken\":\"t\"}"),
+                Arguments.of("buyer.email", "{\"eventId\":\"" + EVENT + "\",\"quantity\":1,\"buyer\":{\"id\":\"a\",\"email\":\"" + nul + "@example.com\"},\"paymentToken\":\"t\"}"),
+                Arguments.of("paymentToken", "{\"eventId\":\"" + EVENT + "\",\"quantity\":1,\"buyer\":{\"id\":\"a\",\"email\":\"a@example.com\"},\"paymentToken\":\"" + nul + "\"}"));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("aNulInEachTextField")
+    void aNulInAnyTextFieldIsA400ThatNamesTheFieldAndChangesNothing(String field, String body) {
+        long purchasesBefore = APP.db().count("SELECT COUNT(*) FROM purchases");
+
+        Answer answer = client.post("/purchases", Map.of("Content-Type", "application/json",
+                                                         "Idempotency-Key", UUID.randomUUID().toString()),
+                                    body.getBytes(StandardCharsets.UTF_8));
+
+        assertThat(answer.status()).as(answer.body()).isEqualTo(400);
+        assertThat(answer.json().path("detail").asText()).as("names the field, not the value")
+                .isEqualTo(field + " must not contain control characters (such as NUL, tab or line breaks)");
+        assertThat(APP.db().count("SELECT COUNT(*) FROM purchases")).isEqualTo(purchasesBefore);
+    }
+
     @Test
     void aBodyThatIsNotJsonIs415AndChangesNothing() {
         long purchasesBefore = APP.db().count("SELECT COUNT(*) FROM purchases");
@@ -110,7 +143,12 @@ class BadInputTest {
                 Arguments.of("negative price", "{\"name\":\"x\",\"capacity\":2,\"price\":\"-1.00\",\"currency\":\"EUR\"}"),
                 Arguments.of("bad currency", "{\"name\":\"x\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"euro\"}"),
                 Arguments.of("duplicate seat", "{\"name\":\"x\",\"seats\":[\"A\",\"A\"],\"price\":\"1.00\",\"currency\":\"EUR\"}"),
-                Arguments.of("unknown field", "{\"name\":\"x\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"EUR\",\"vip\":true}"));
+                Arguments.of("unknown field", "{\"name\":\"x\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"EUR\",\"vip\":true}"),
+                Arguments.of("NUL in the name", "{\"name\":\"x\\u0000\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("unpaired surrogate in the name", "{\"name\":\"\\udc00x\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("NUL in the id", "{\"id\":\"x\\u0000\",\"name\":\"x\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("NUL in a seat label", "{\"name\":\"x\",\"seats\":[\"A\\u0000\"],\"price\":\"1.00\",\"currency\":\"EUR\"}"),
+                Arguments.of("NUL in the currency", "{\"name\":\"x\",\"capacity\":2,\"price\":\"1.00\",\"currency\":\"EU\\u0000\"}"));
     }
 
     @ParameterizedTest(name = "{0}")
