@@ -87,12 +87,17 @@ public final class OutsideHttp implements Outside {
             outcome = "cancelled";
             throw e;
         } finally {
-            Metrics.globalRegistry().getOrCreate(Timer.builder("lastseat.outside")
+            String service = service(request.uri().getPath());
+            String ended = outcome;
+            timers.computeIfAbsent(service + " " + ended, key -> Metrics.globalRegistry().getOrCreate(Timer.builder("lastseat.outside")
                             .description("Calls to the outside services, by service and outcome")
-                            .tags(List.of(Tag.create("service", service(request.uri().getPath())), Tag.create("outcome", outcome))))
+                            .tags(List.of(Tag.create("service", service), Tag.create("outcome", ended)))))
                     .record(Duration.ofNanos(System.nanoTime() - start));
         }
     }
+
+    /** The call timers, looked up once per (service, outcome): the registry's lookup builds an id every time. */
+    private final java.util.Map<String, Timer> timers = new java.util.concurrent.ConcurrentHashMap<>();
 
     private static String service(String path) {
         String[] segments = path.split("/");

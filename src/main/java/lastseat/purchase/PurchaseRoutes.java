@@ -323,7 +323,9 @@ public final class PurchaseRoutes implements HttpService {
      * answer, on the server's clock, so a client can tell the server's time from its own queueing (I5).
      */
     private static void serverTiming(ServerResponse response, long arrived) {
-        response.header(SERVER_TIMING, String.format(java.util.Locale.ROOT, "app;dur=%.1f", (System.nanoTime() - arrived) / 1e6));
+        // Tenths of a millisecond, written by hand: String.format was a percent of an overload's CPU.
+        long tenths = (System.nanoTime() - arrived) / 100_000;
+        response.header(SERVER_TIMING, "app;dur=" + tenths / 10 + "." + tenths % 10);
     }
 
     /** Free admission places of this process, for the metrics. */
