@@ -15,6 +15,7 @@ import lastseat.purchase.PurchaseView;
 import lastseat.purchase.Purchases;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
+import lastseat.web.Text;
 
 import java.io.UncheckedIOException;
 import java.time.Clock;
@@ -63,7 +64,8 @@ public final class OpsRoutes implements HttpService, AutoCloseable {
 
     private void seats(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
-        if (inventory.find(id, false).isEmpty()) {
+        // An id no event can have (a NUL, too long) is not looked up: PostgreSQL would refuse the query itself.
+        if (!Text.storable(id, 64) || inventory.find(id, false).isEmpty()) {
             throw Problem.notFound("unknown-event", "There is no event " + id);
         }
         Optional<SeatWatch.Viewer> watching = watch.watch(id);
@@ -92,7 +94,7 @@ public final class OpsRoutes implements HttpService, AutoCloseable {
 
     private void purchase(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
-        PurchaseView view = purchases.find(id).orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase " + id));
+        PurchaseView view = (Text.storable(id, 36) ? purchases.find(id) : Optional.<PurchaseView>empty()).orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase " + id));
         Reply.json(200, view, null).send(response);
     }
 
