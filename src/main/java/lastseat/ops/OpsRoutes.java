@@ -64,9 +64,10 @@ public final class OpsRoutes implements HttpService, AutoCloseable {
 
     private void seats(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
-        // An id no event can have (a NUL, too long) is not looked up: PostgreSQL would refuse the query itself.
+        // An id no event can have (a NUL, too long) is not looked up, PostgreSQL would refuse the query itself,
+        // and no id is repeated in the answer: what the path held is not ours to echo.
         if (!Text.storable(id, 64) || inventory.find(id, false).isEmpty()) {
-            throw Problem.notFound("unknown-event", "There is no event " + id);
+            throw Problem.notFound("unknown-event", "There is no event with that id");
         }
         Optional<SeatWatch.Viewer> watching = watch.watch(id);
         if (watching.isEmpty()) {
@@ -94,7 +95,8 @@ public final class OpsRoutes implements HttpService, AutoCloseable {
 
     private void purchase(ServerRequest request, ServerResponse response) {
         String id = request.path().pathParameters().get("id");
-        PurchaseView view = (Text.storable(id, 36) ? purchases.find(id) : Optional.<PurchaseView>empty()).orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase " + id));
+        PurchaseView view = (Text.storable(id, 36) ? purchases.find(id) : Optional.<PurchaseView>empty())
+                .orElseThrow(() -> Problem.notFound("unknown-purchase", "There is no purchase with that id"));
         Reply.json(200, view, null).send(response);
     }
 

@@ -101,6 +101,29 @@ class FuzzTest {
         }
     }
 
+    /**
+     * The operator's data routes take ids from the path too: one no row can have (a NUL, too long) is 404
+     * on both databases, never PostgreSQL's refusal of the query as a 500.
+     */
+    @Test
+    void anIdNoRowCanHaveInAnOperatorsPathIs404OnBothDatabases() {
+        List<String> wrong = new ArrayList<>();
+        for (LastseatApp app : List.of(h2, pg)) {
+            lastseat.testkit.Instance at = app.client().instance();
+            for (String path : List.of("/ops/api/events/x%00y/seats", "/ops/api/events/" + "e".repeat(65) + "/seats",
+                                       "/ops/api/events/no-such-event/seats", "/ops/api/purchases/x%00y",
+                                       "/ops/api/purchases/" + "p".repeat(37))) {
+                Answer answer = app.client().send("GET", at.admin(), path, at.operatorKey(), null, null);
+                if (answer.status() != 404 || !"application/problem+json".equals(answer.header("Content-Type"))
+                    || !answer.json().path("detail").asText().endsWith("with that id")) {
+                    wrong.add((app == h2 ? "H2 " : "PostgreSQL ") + path + ": " + answer.status() + " " + answer.body());
+                }
+            }
+            Invariants.resourcesCameBack(app);
+        }
+        assertThat(wrong).isEmpty();
+    }
+
     @Test
     void oddRequestsGetTheSameHonestRefusalOnBothDatabasesAndChangeNothing() {
         long seed = seed();
