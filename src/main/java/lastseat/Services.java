@@ -59,7 +59,7 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
         ApiKeys apiKeys = new ApiKeys(db, clock);
         return new Services(config, db, inventory, purchases, payments, purchaseRoutes,
                             new EventRoutes(inventory, config.events()),
-                            new DrillRoutes(config.drills(), db, inventory, purchases, clock, config.sweepGrace(), config.recoveredWithin()),
+                            new DrillRoutes(config.drills(), db, clock, config.sweepGrace(), config.recoveredWithin()),
                             workers, outbox, new OutboxRoutes(db, outbox), apiKeys, new AdminRoutes(apiKeys),
                             new OpsRoutes(inventory, purchases, db, config.ops(), clock));
     }

@@ -1,26 +1,16 @@
 package lastseat.config;
 
-import java.time.Duration;
-
 /**
- * The {@code drills} section: the server-side drill endpoints.
+ * The {@code drills} section: the server-side drill endpoint ({@code GET /drills/invariants}).
  *
- * <p>Hazard: the stampede's unsafe mode double-books seats on purpose, so the endpoints exist only
- * when {@code drills.enabled} is set; leaving the key out leaves them off.
+ * <p>Hazard: it reads a whole event at once, so it exists only when {@code drills.enabled} is set;
+ * leaving the key out leaves it off.
  *
- * @param enabled   {@code drills.enabled}
- * @param maxBuyers {@code drills.max-buyers}: the most buyers one stampede may release
- * @param maxPause  {@code drills.max-pause}: the longest a stampede buyer waits in its pause for the others
+ * @param enabled {@code drills.enabled}
  */
-public record DrillsConfig(boolean enabled, int maxBuyers, Duration maxPause) {
-
-    public DrillsConfig {
-        Check.between("drills.max-buyers", maxBuyers, 2, 10_000);
-        Check.between("drills.max-pause", maxPause, Duration.ofMillis(10), Duration.ofSeconds(30));
-    }
+public record DrillsConfig(boolean enabled) {
 
     static DrillsConfig read(Reader keys) {
-        return new DrillsConfig(keys.flag("drills.enabled", false), keys.integer("drills.max-buyers"),
-                                keys.duration("drills.max-pause"));
+        return new DrillsConfig(keys.flag("drills.enabled", false));
     }
 }

@@ -316,9 +316,22 @@ public final class Inventory {
         return rotated;
     }
 
+    /**
+     * The guard of {@link #SEAT_CLAIM}: the row changes only while the seat is free, so of two buyers
+     * who both saw it free, the database lets exactly one have it.
+     */
+    public static final String SEAT_CLAIM_GUARD = " AND state = 'AVAILABLE'";
+
+    /**
+     * The claim of one seat (purchase id, event id, label), ending with {@link #SEAT_CLAIM_GUARD}.
+     * Public so that the stampede drill can run this very statement with its guard taken out and
+     * show the double booking the guard prevents; nothing in the service runs it without the guard.
+     */
+    public static final String SEAT_CLAIM = "UPDATE seats SET state = 'HELD', purchase_id = ? WHERE event_id = ? AND label = ?"
+                                            + SEAT_CLAIM_GUARD;
+
     private static PreparedStatement claimStatement(Connection c) throws SQLException {
-        return c.prepareStatement("UPDATE seats SET state = 'HELD', purchase_id = ? "
-                                  + "WHERE event_id = ? AND label = ? AND state = 'AVAILABLE'");
+        return c.prepareStatement(SEAT_CLAIM);
     }
 
     private static boolean claimOne(PreparedStatement claim, String eventId, String label, String purchaseId) throws SQLException {

@@ -64,7 +64,6 @@ class AccessMatrixTest {
                 new Route(Port.ADMIN, "GET", "/outbox?state=dead", null, Need.OPERATOR),
                 new Route(Port.ADMIN, "POST", "/outbox/" + UUID.randomUUID() + "/retry", "", Need.OPERATOR),
                 new Route(Port.ADMIN, "GET", "/drills/invariants?event=" + event, null, Need.OPERATOR),
-                new Route(Port.ADMIN, "POST", "/drills/stampede", "{}", Need.OPERATOR),
                 new Route(Port.ADMIN, "GET", "/admin/clients", null, Need.OPERATOR),
                 new Route(Port.ADMIN, "POST", "/admin/clients", "{\"name\":\"Not A Name\"}", Need.OPERATOR),
                 new Route(Port.ADMIN, "PATCH", "/admin/clients/nobody", "{\"maxInFlight\":1}", Need.OPERATOR),

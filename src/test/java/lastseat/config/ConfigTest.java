@@ -77,8 +77,6 @@ class ConfigTest {
             "db.pool-size, 1",
             "db.connection-timeout, 100ms",
             "db.lock-timeout, 0ms",
-            "drills.max-buyers, 1",
-            "drills.max-pause, 1ms",
     })
     void aBadValueStopsStartUpNamingTheKey(String key, String value) {
         Config config = Config.just(ConfigSources.create(Map.of(key, value, "db.url", "jdbc:h2:mem:never-opened")),

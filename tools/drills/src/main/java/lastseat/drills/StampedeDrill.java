@@ -1,17 +1,15 @@
 package lastseat.drills;
 
-import com.fasterxml.jackson.databind.JsonNode;
-
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 
 /**
- * The stampede: many buyers released together at one seat. Unsafe must show the double booking
- * (or the run proves nothing), safe must show none, and the real {@code POST /purchases} must sell
- * the seat once.
+ * The stampede: many buyers released together at one seat. Unsafe (the service's claim with its guard
+ * taken out) must show the double booking, or the run proves nothing; safe (the service's own
+ * reservation) must show none under the same race — both on the drill's own database, see
+ * {@link Stampede}; and the real {@code POST /purchases} of the target must sell the seat once.
  */
 final class StampedeDrill {
     private StampedeDrill() {
@@ -27,44 +25,42 @@ final class StampedeDrill {
         String only = settings.stampedeMode();
         int buyers = settings.stampedeBuyers();
         if (only == null || only.equals("unsafe")) {
-            JsonNode unsafe = mode(target, "unsafe", buyers, findings);
-            findings.check(unsafe.path("doubleCount").asInt() >= 1,
-                           "unsafe: the race happened: " + unsafe.path("confirmed").asInt() + " of " + buyers
-                           + " were told \"confirmed\" for one seat (doubleCount " + unsafe.path("doubleCount").asInt() + ")");
+            Stampede.Report unsafe = mode(Stampede.Mode.UNSAFE, buyers, findings);
+            findings.check(unsafe.doubleCount() >= 1,
+                           "unsafe: the race happened: " + unsafe.confirmed() + " of " + buyers
+                           + " were told \"confirmed\" for one seat (doubleCount " + unsafe.doubleCount() + ")");
         }
         if (only == null || only.equals("safe")) {
-            JsonNode safe = mode(target, "safe", buyers, findings);
-            findings.check(safe.path("doubleCount").asInt() == 0 && safe.path("confirmed").asInt() == 1,
-                           "safe: the same race sold the seat once: " + safe.path("confirmed").asInt()
-                           + " confirmed, doubleCount " + safe.path("doubleCount").asInt());
+            Stampede.Report safe = mode(Stampede.Mode.SAFE, buyers, findings);
+            findings.check(safe.doubleCount() == 0 && safe.confirmed() == 1,
+                           "safe: the same race sold the seat once: " + safe.confirmed() + " confirmed, doubleCount " + safe.doubleCount());
         }
         if (only == null) {
             realPath(target, buyers, findings);
         }
     }
 
-    private static JsonNode mode(Target target, String mode, int buyers, Findings findings) {
-        Answer answer = target.stampede(mode, buyers, 1);
-        if (answer.status() != 200) {
-            throw new IllegalStateException("POST /drills/stampede answered " + answer.status() + ": " + answer.body());
+    /** One arm of the stampede, on the drill's own database (see {@link Stampede}). */
+    private static Stampede.Report mode(Stampede.Mode mode, int buyers, Findings findings) {
+        String name = mode.name().toLowerCase(java.util.Locale.ROOT);
+        Stampede.Report report;
+        try {
+            report = Stampede.run(mode, buyers, 1);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted during the " + name + " stampede", e);
         }
-        JsonNode report = answer.json();
-        for (Map.Entry<String, JsonNode> seat : report.path("perSeat").properties()) {
-            List<String> yes = new ArrayList<>();
-            seat.getValue().path("toldYes").forEach(n -> yes.add(n.asText()));
-            findings.note(mode + ": " + seat.getKey() + " owned by " + seat.getValue().path("owner").asText() + "; told yes: "
+        report.perSeat().forEach((seat, who) -> {
+            List<String> yes = who.toldYes();
+            findings.note(name + ": " + seat + " owned by " + who.owner() + "; told yes: "
                           + (yes.size() <= 6 ? String.join(", ", yes) : String.join(", ", yes.subList(0, 5)) + ", ... (" + yes.size() + ")"));
-        }
-        report.path("answers").forEach(a -> {
-            if (!a.path("confirmed").asBoolean() && findings.figures().get(mode + "Refusal") == null) {
-                findings.figure(mode + "Refusal", a.path("message").asText());
-            }
         });
-        findings.figure(mode, Map.of("buyers", buyers, "confirmed", report.path("confirmed").asInt(),
-                                     "doubleCount", report.path("doubleCount").asInt()));
-        if (findings.figures().get(mode + "Refusal") != null) {
-            findings.note(mode + ": a refused buyer was told \"" + findings.figures().get(mode + "Refusal") + "\"");
-        }
+        report.answers().stream().filter(a -> !a.confirmed()).findFirst()
+              .ifPresent(a -> {
+                  findings.figure(name + "Refusal", a.message());
+                  findings.note(name + ": a refused buyer was told \"" + a.message() + "\"");
+              });
+        findings.figure(name, Map.of("buyers", buyers, "confirmed", report.confirmed(), "doubleCount", report.doubleCount()));
         return report;
     }
 

@@ -105,10 +105,6 @@ public final class Target {
         return lastseat.outbox(state);
     }
 
-    Answer stampede(String mode, int buyers, int seats) {
-        return lastseat.stampede(mode, buyers, seats);
-    }
-
     /** Free permits of the payment bulkhead, read from the target's metrics. */
     int freePaymentPermits() {
         return lastseat.freePaymentPermits();

@@ -211,11 +211,6 @@ public final class LastseatClient implements AutoCloseable {
         return ok(get("/drills/invariants?event=" + eventId));
     }
 
-    /** {@code POST /drills/stampede}: {@code buyers} released together at {@code seats} seats by the booking step {@code mode}. */
-    public Answer stampede(String mode, int buyers, int seats) {
-        return post("/drills/stampede", null, "{\"mode\":" + quote(mode) + ",\"buyers\":" + buyers + ",\"seats\":" + seats + "}");
-    }
-
     // --- raw ---
 
     /**
