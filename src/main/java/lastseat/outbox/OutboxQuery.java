@@ -29,19 +29,44 @@ public final class OutboxQuery {
                       String lastError, Instant createdAt, Instant nextAttemptAt, Instant sentAt) {
     }
 
-    /** At most {@code limit} rows in {@code state} (PENDING, SENT or DEAD, any case). */
+    /** The kinds of row: the confirmation and the refund notice (emails), and a refund owed to a buyer. */
+    public static final Set<String> KINDS = Set.of("confirmation-email", "refund-email", "refund");
+
+    /** At most {@code limit} rows in {@code state} (PENDING, SENT or DEAD, any case), of every kind. */
     public static List<Row> list(Database db, String state, int limit) {
+        return list(db, state, Optional.empty(), 0, limit);
+    }
+
+    /**
+     * At most {@code limit} rows in {@code state} of {@code kind} (every kind when empty), after
+     * skipping {@code offset} of them: with {@link #count} an operator pages through every row, so no
+     * dead refund can drop off the end of a list.
+     */
+    public static List<Row> list(Database db, String state, Optional<String> kind, int offset, int limit) {
         String checked = checked(state);
         String order = "PENDING".equals(checked) ? "next_attempt_at, id" : "created_at DESC, id";
+        Optional<String> ofKind = kind.map(OutboxQuery::checkedKind);
+        String where = ofKind.isPresent() ? "state = ? AND kind = ?" : "state = ?";
+        Object[] args = ofKind.isPresent() ? new Object[] {checked, ofKind.get(), Math.max(0, offset), Math.max(0, limit)}
+                                           : new Object[] {checked, Math.max(0, offset), Math.max(0, limit)};
         return db.read(c -> Sql.list(c, "SELECT id, kind, purchase_id, dedupe_key, state, attempts, last_error, created_at, "
-                                        + "next_attempt_at, sent_at FROM outbox WHERE state = ? ORDER BY " + order
-                                        + " FETCH FIRST ? ROWS ONLY", OutboxQuery::row, checked, Math.max(0, limit)));
+                                        + "next_attempt_at, sent_at FROM outbox WHERE " + where + " ORDER BY "
+                                        + order + " OFFSET ? ROWS FETCH FIRST ? ROWS ONLY", OutboxQuery::row, args));
     }
 
     /** How many rows are in {@code state} (PENDING, SENT or DEAD, any case). */
     public static int count(Database db, String state) {
+        return count(db, state, Optional.empty());
+    }
+
+    /** How many rows are in {@code state} of {@code kind} (every kind when empty). */
+    public static int count(Database db, String state, Optional<String> kind) {
         String checked = checked(state);
-        return db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM outbox WHERE state = ?", rs -> rs.getInt(1), checked)).getFirst();
+        Optional<String> ofKind = kind.map(OutboxQuery::checkedKind);
+        return ofKind.isPresent()
+                ? db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM outbox WHERE state = ? AND kind = ?", rs -> rs.getInt(1),
+                                        checked, ofKind.get())).getFirst()
+                : db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM outbox WHERE state = ?", rs -> rs.getInt(1), checked)).getFirst();
     }
 
     /** The row with this id, whatever its state. */
@@ -86,6 +111,13 @@ public final class OutboxQuery {
             throw new IllegalArgumentException("outbox state must be PENDING, SENT or DEAD, got '" + state + "'");
         }
         return upper;
+    }
+
+    static String checkedKind(String kind) {
+        if (!KINDS.contains(kind)) {
+            throw new IllegalArgumentException("outbox kind must be one of " + KINDS + ", got '" + kind + "'");
+        }
+        return kind;
     }
 
     private static Row row(ResultSet rs) throws SQLException {

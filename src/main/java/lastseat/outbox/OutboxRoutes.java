@@ -12,11 +12,13 @@ import lastseat.web.Text;
 import java.time.Instant;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 
 /**
- * {@code GET /outbox?state=dead|pending|sent}: how many rows are in that state and the first
- * {@value #LIMIT} of them (PENDING next-due first, SENT and DEAD newest first), without payloads.
- * {@code state} is required; any other value is a 400 problem. {@code POST /outbox/{id}/retry}
+ * {@code GET /outbox?state=dead|pending|sent[&kind=refund|confirmation-email|refund-email][&offset=N]}: how many rows are in
+ * that state (of that kind) and {@value #LIMIT} of them from {@code offset} on (PENDING next-due first,
+ * SENT and DEAD newest first), without payloads; the count and the offset page through all of them.
+ * {@code state} is required; any other value, kind or offset is a 400 problem. {@code POST /outbox/{id}/retry}
  * queues a DEAD row again (200 with the row; 409 when it is not DEAD; 404 when there is none):
  * how an operator sends a refund that was given up on.
  *
@@ -25,6 +27,7 @@ import java.util.Locale;
  */
 public final class OutboxRoutes implements HttpService {
     static final int LIMIT = 100;
+    static final int MAX_OFFSET = 1_000_000;
 
     private final Database db;
     private final OutboxWorker worker;
@@ -63,12 +66,29 @@ public final class OutboxRoutes implements HttpService {
             String shown = asked.length() <= 20 ? "'" + asked + "'" : "a value of " + asked.length() + " characters";
             throw Problem.badRequest("invalid-parameter", "state must be dead, pending or sent, got " + shown);
         }
-        int count = OutboxQuery.count(db, state);
-        List<Item> items = OutboxQuery.list(db, state, LIMIT).stream().map(Item::of).toList();
-        Reply.json(200, new Listing(state, count, LIMIT, items), null).send(response);
+        Optional<String> kind = request.query().first("kind").asOptional();
+        if (kind.isPresent() && !OutboxQuery.KINDS.contains(kind.get())) {
+            throw Problem.badRequest("invalid-parameter", "kind must be confirmation-email, refund-email or refund");
+        }
+        int offset = offset(request.query().first("offset").asOptional());
+        int count = OutboxQuery.count(db, state, kind);
+        List<Item> items = OutboxQuery.list(db, state, kind, offset, LIMIT).stream().map(Item::of).toList();
+        Reply.json(200, new Listing(state, kind.orElse(null), count, offset, LIMIT, items), null).send(response);
     }
 
-    record Listing(String state, int count, int limit, List<Item> items) {
+    /** {@code offset}: how many rows to skip, 0 to {@value #MAX_OFFSET}. */
+    private static int offset(Optional<String> asked) {
+        if (asked.isEmpty()) {
+            return 0;
+        }
+        if (!asked.get().matches("[0-9]{1,7}") || Integer.parseInt(asked.get()) > MAX_OFFSET) {
+            throw Problem.badRequest("invalid-parameter", "offset must be a whole number from 0 to " + MAX_OFFSET);
+        }
+        return Integer.parseInt(asked.get());
+    }
+
+    /** {@code kind} is null when every kind is listed; {@code count} is of the rows the filter selects. */
+    record Listing(String state, String kind, int count, int offset, int limit, List<Item> items) {
     }
 
     record Item(String id, String kind, String purchaseId, String idempotencyKey, int attempts, String lastError,

@@ -117,6 +117,42 @@ class OutboxRoutesTest {
     }
 
     @Test
+    void everyDeadRefundCanBeFoundHoweverManyEmailsDiedAfterIt() throws Exception {
+        Instant written = Instant.now().truncatedTo(ChronoUnit.MILLIS);
+        String refunded = UUID.randomUUID().toString();
+        queue(refunded, "refund", written);
+        for (int i = 1; i <= 150; i++) {
+            queue(UUID.randomUUID().toString(), "confirmation-email", written.plusMillis(i));
+        }
+        db.inTransaction(c -> Sql.update(c, "UPDATE outbox SET state = 'DEAD'"));
+
+        JsonNode newest = client.outbox("dead");
+        JsonNode refunds = client.get("/outbox?state=dead&kind=refund").json();
+        JsonNode lastPage = client.get("/outbox?state=dead&offset=100").json();
+
+        assertThat(newest.path("count").asInt()).isEqualTo(151);
+        assertThat(newest.path("items").findValuesAsText("purchaseId")).as("the newest 100 are emails").doesNotContain(refunded);
+        assertThat(refunds.path("kind").asText()).isEqualTo("refund");
+        assertThat(refunds.path("count").asInt()).isEqualTo(1);
+        assertThat(refunds.path("items").findValuesAsText("purchaseId")).containsExactly(refunded);
+        assertThat(lastPage.path("offset").asInt()).isEqualTo(100);
+        assertThat(lastPage.path("items")).hasSize(51);
+        assertThat(lastPage.path("items").findValuesAsText("purchaseId")).as("paging reaches the oldest").endsWith(refunded);
+        assertThat(db.activeConnections()).isZero();
+    }
+
+    @Test
+    void anUnknownKindOrABadOffsetIsABadRequestProblemAndListsNothing() throws Exception {
+        for (String query : List.of("kind=gift", "kind=", "offset=-1", "offset=x", "offset=99999999", "offset=1000001")) {
+            Answer answer = client.get("/outbox?state=dead&" + query);
+
+            assertThat(answer.status()).as(query).isEqualTo(400);
+            assertThat(answer.json().path("type").asText()).as(query).isEqualTo("urn:lastseat:problem:invalid-parameter");
+        }
+        assertThat(db.activeConnections()).isZero();
+    }
+
+    @Test
     void anUnknownOrMissingStateIsABadRequestProblem() throws Exception {
         Answer unknown = client.get("/outbox?state=lost");
         Answer missing = client.get("/outbox");
