@@ -6,7 +6,7 @@ import java.time.Duration;
  * The {@code drills} section: the server-side drill endpoints.
  *
  * <p>Hazard: the stampede's unsafe mode double-books seats on purpose, so the endpoints exist only
- * when {@code drills.enabled} is set; leaving the key out leaves them off.
+ * when {@code drills.enabled} is true; application.yaml ships it false.
  *
  * @param enabled   {@code drills.enabled}
  * @param maxBuyers {@code drills.max-buyers}: the most buyers one stampede may release
@@ -20,7 +20,7 @@ public record DrillsConfig(boolean enabled, int maxBuyers, Duration maxPause) {
     }
 
     static DrillsConfig read(Reader keys) {
-        return new DrillsConfig(keys.flag("drills.enabled", false), keys.integer("drills.max-buyers"),
+        return new DrillsConfig(keys.flag("drills.enabled"), keys.integer("drills.max-buyers"),
                                 keys.duration("drills.max-pause"));
     }
 }
