@@ -72,12 +72,17 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
      * Installs the keys the configuration gives: the operator's, and the demo's when bin/run asks for
      * them. Without the demo, the demo's published keys are revoked wherever they are (a database that
      * bin/run once used must not keep a key printed in the README).
+     *
+     * <p>With the demo, the two keys are logged in one line ({@link #DEMO_KEYS_LOGGED}): they are public
+     * values, and bin/run shows the ones this server installed instead of reading application.yaml again.
      */
     public void installKeys() {
         config.access().operatorKey().ifPresent(key -> apiKeys.install("operator", Role.OPERATOR, key));
         if (config.demo().createKeys()) {
             apiKeys.install("operator", Role.OPERATOR, config.demo().operatorKey());
             apiKeys.install(DEMO_CLIENT, Role.CLIENT, config.demo().clientKey());
+            LOG.info(DEMO_KEYS_LOGGED + " demo.operator-key=" + config.demo().operatorKey()
+                     + " demo.client-key=" + config.demo().clientKey());
         } else {
             int revoked = apiKeys.revokeValue(config.demo().operatorKey()) + apiKeys.revokeValue(config.demo().clientKey());
             if (revoked > 0) {
@@ -85,6 +90,12 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
             }
         }
     }
+
+    /**
+     * How the line that states the demo's keys begins; bin/lib.sh's {@code demo_keys} finds it in the
+     * server's log, so the two must change together.
+     */
+    public static final String DEMO_KEYS_LOGGED = "demo keys installed (public values, for trying lastseat only):";
 
     /** The name of the demo's client key. */
     public static final String DEMO_CLIENT = "demo-shop";

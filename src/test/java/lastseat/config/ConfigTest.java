@@ -3,6 +3,7 @@ package lastseat.config;
 import io.helidon.config.Config;
 import io.helidon.config.ConfigSources;
 import lastseat.Services;
+import lastseat.testkit.Instance;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -242,6 +243,15 @@ class ConfigTest {
             }
         }
         assertThat(fallsBack).as("keys with a default in code as well as in application.yaml").isEmpty();
+    }
+
+    /** The testkit calls lastseat with the demo's keys as constants; they are application.yaml's. */
+    @Test
+    void theTestkitsDemoKeysAreTheOnesApplicationYamlInstalls() {
+        DemoConfig demo = LastseatConfig.from(shipped()).demo();
+
+        assertThat(Instance.DEMO_OPERATOR_KEY).isEqualTo(demo.operatorKey());
+        assertThat(Instance.DEMO_CLIENT_KEY).isEqualTo(demo.clientKey());
     }
 
     @Test
