@@ -9,7 +9,7 @@ import java.util.Objects;
  * lastseat's whole configuration, one section per top-level key of {@code application.yaml}, which
  * documents every key and holds its one default (no reader has a fallback of its own).
  * {@link #from(Config)} is the one entry point: each section reads its own keys, each key once, and
- * checks their ranges and formats when it is made. Every rule between keys is in {@link #checkAcross},
+ * checks their ranges and formats when it is made. Every rule between keys is in {@code checkAcross},
  * and every value derived from several keys is a method below ({@link #admission()},
  * {@link #abandonedAge()}, …), so no consumer combines keys itself. A configuration that exists is
  * valid: a bad value stops start-up, before anything opens, with one sentence naming the key (both
