@@ -54,6 +54,20 @@ wait_for() {
   exit 1
 }
 
+# demo_keys LOG: sets OPERATOR_KEY and CLIENT_KEY to the demo's keys as the server that wrote LOG installed
+# them (demo.create-keys): it states them in one line at start (Services.DEMO_KEYS_LOGGED), so nothing here
+# reads application.yaml a second time. Stops the script when the line is missing.
+demo_keys() {
+  local line
+  line="$(grep -F 'demo keys installed (public values, for trying lastseat only):' "$1" | tail -1 || true)"
+  OPERATOR_KEY="$(sed -n 's/.* demo\.operator-key=\(ls_[0-9a-f_]*\).*/\1/p' <<<"$line")"
+  CLIENT_KEY="$(sed -n 's/.* demo\.client-key=\(ls_[0-9a-f_]*\).*/\1/p' <<<"$line")"
+  if [ -z "$OPERATOR_KEY" ] || [ -z "$CLIENT_KEY" ]; then
+    echo "lastseat started but did not state the demo's keys in $1 (demo.create-keys on?)." >&2
+    exit 1
+  fi
+}
+
 stop_all() {
   [ ${#pids[@]} -gt 0 ] && kill "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true

@@ -5,6 +5,7 @@ import lastseat.access.AdminRoutes;
 import lastseat.access.ApiKeys;
 import lastseat.access.Role;
 import lastseat.checks.Checks;
+import lastseat.config.AdmissionConfig;
 import lastseat.config.LastseatConfig;
 import lastseat.db.Database;
 import lastseat.drill.DrillRoutes;
@@ -24,6 +25,7 @@ import lastseat.purchase.Purchases;
 import lastseat.work.Latency;
 
 import java.time.Clock;
+import java.util.logging.Logger;
 
 /**
  * Everything one lastseat process is made of, built from its configuration tree. The whole tree is
@@ -39,6 +41,7 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
      * handler the server cut keeps its thread until its flow ends).
      */
     public static final java.time.Duration DRAIN_WAIT = java.time.Duration.ofSeconds(2);
+    private static final Logger LOG = Logger.getLogger(Services.class.getName());
 
     public static Services create(Config source) {
         LastseatConfig config = LastseatConfig.from(source);
@@ -47,11 +50,12 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
         OutsideHttp http = new OutsideHttp(config.outside());
         Inventory inventory = new Inventory(db, config.purchase(), clock);
         Purchases purchases = new Purchases(db, inventory, clock, config.purchase().holdTtl(), config.reconcile().settleTime());
-        PaymentGateway payments = new PaymentGateway(http, config.payment(), new Latency(config.purchase().paceSamples(),
-                config.purchase().paceWindow(), 0.9, config.payment().maxWait().dividedBy(4)));
+        AdmissionConfig.Measure callTime = config.admission().callTime();
+        PaymentGateway payments = new PaymentGateway(http, config.payment(), new Latency(callTime.samples(), callTime.window(),
+                                                                                         callTime.quantile(), callTime.prior()));
         PurchaseFlow flow = new PurchaseFlow(new Checks(http, config.checks()), payments, purchases, config.purchase(), clock);
         IdempotencyKeys keys = new IdempotencyKeys(db, clock, config.abandonedAge());
-        PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, keys, config.purchase(),
+        PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, keys, config.purchase(), config.admission(),
                                                            new PurchaseMetrics(), payments);
         OutboxWorker outbox = new OutboxWorker(db, http, config.outbox(), clock);
         PurchaseWorkers workers = new PurchaseWorkers(purchases, payments, config.purchase(), config.abandonedAge(),
@@ -68,20 +72,30 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
      * Installs the keys the configuration gives: the operator's, and the demo's when bin/run asks for
      * them. Without the demo, the demo's published keys are revoked wherever they are (a database that
      * bin/run once used must not keep a key printed in the README).
+     *
+     * <p>With the demo, the two keys are logged in one line ({@link #DEMO_KEYS_LOGGED}): they are public
+     * values, and bin/run shows the ones this server installed instead of reading application.yaml again.
      */
     public void installKeys() {
         config.access().operatorKey().ifPresent(key -> apiKeys.install("operator", Role.OPERATOR, key));
-        if (config.demo().keys().isPresent()) {
-            apiKeys.install("operator", Role.OPERATOR, config.demo().keys().get().operator());
-            apiKeys.install(DEMO_CLIENT, Role.CLIENT, config.demo().keys().get().client());
+        if (config.demo().createKeys()) {
+            apiKeys.install("operator", Role.OPERATOR, config.demo().operatorKey());
+            apiKeys.install(DEMO_CLIENT, Role.CLIENT, config.demo().clientKey());
+            LOG.info(DEMO_KEYS_LOGGED + " demo.operator-key=" + config.demo().operatorKey()
+                     + " demo.client-key=" + config.demo().clientKey());
         } else {
             int revoked = apiKeys.revokeValue(config.demo().operatorKey()) + apiKeys.revokeValue(config.demo().clientKey());
             if (revoked > 0) {
-                java.util.logging.Logger.getLogger(Services.class.getName()).warning(
-                        "revoked " + revoked + " key(s) holding the demo's published values: demo.create-keys is off");
+                LOG.warning("revoked " + revoked + " key(s) holding the demo's published values: demo.create-keys is off");
             }
         }
     }
+
+    /**
+     * How the line that states the demo's keys begins; bin/lib.sh's {@code demo_keys} finds it in the
+     * server's log, so the two must change together.
+     */
+    public static final String DEMO_KEYS_LOGGED = "demo keys installed (public values, for trying lastseat only):";
 
     /** The name of the demo's client key. */
     public static final String DEMO_CLIENT = "demo-shop";

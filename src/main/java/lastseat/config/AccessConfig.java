@@ -31,7 +31,7 @@ public record AccessConfig(int adminPort, String adminHost, Optional<String> ope
     }
 
     static AccessConfig read(Reader keys) {
-        String operator = keys.string("access.operator-key", "").trim();
+        String operator = keys.string("access.operator-key").trim();
         return new AccessConfig(keys.integer("access.admin-port"), keys.string("access.admin-host").trim(),
                                 operator.isEmpty() ? Optional.empty() : Optional.of(operator));
     }

@@ -60,6 +60,20 @@ final class Check {
         }
     }
 
+    /** Two keys that must not hold the same value (the values are not shown: they may be secrets). */
+    static void differ(String key, String value, String otherKey, String other) {
+        if (value.equals(other)) {
+            throw new IllegalStateException("Configuration " + key + " and " + otherKey + " must differ");
+        }
+    }
+
+    /** Two settings of which at most one may be on, for {@code why}. */
+    static void notBoth(String key, boolean on, String otherKey, boolean otherOn, String why) {
+        if (on && otherOn) {
+            throw new IllegalStateException("Configuration " + key + " and " + otherKey + " must not both be set: " + why);
+        }
+    }
+
     private static IllegalStateException outOfRange(String key, Object value, Object min, Object max) {
         return new IllegalStateException("Configuration " + key + " must be between " + min + " and " + max + ", got " + value);
     }

@@ -15,6 +15,6 @@ public record ChecksConfig(String fraudPath, String taxPath) {
     }
 
     static ChecksConfig read(Reader keys) {
-        return new ChecksConfig(keys.string("checks.fraud-path", "/fraud/checks"), keys.string("checks.tax-path", "/tax/quotes"));
+        return new ChecksConfig(keys.string("checks.fraud-path"), keys.string("checks.tax-path"));
     }
 }

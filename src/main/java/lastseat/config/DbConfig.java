@@ -28,8 +28,8 @@ public record DbConfig(String url, String user, String password, int poolSize, D
     static DbConfig read(Reader keys) {
         return new DbConfig(
                 keys.string("db.url"),
-                keys.string("db.user", "sa"),
-                keys.string("db.password", ""),
+                keys.string("db.user"),
+                keys.string("db.password"),
                 keys.integer("db.pool-size"),
                 keys.duration("db.connection-timeout"),
                 keys.duration("db.lock-timeout"));

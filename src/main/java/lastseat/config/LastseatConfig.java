@@ -6,12 +6,14 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * lastseat's whole configuration, one section per top-level key of {@code application.yaml} (which
- * documents every key and its default). {@link #from(Config)} is the one entry point: each section
- * reads its own keys, each key once, and checks their ranges and formats when it is made. The rules
- * between keys are all in {@code checkAcross}, and the values derived from several keys are the
- * methods below, so no consumer combines keys itself. A configuration that exists is valid: a bad
- * value stops start-up, before anything opens, with one sentence naming the key.
+ * lastseat's whole configuration, one section per top-level key of {@code application.yaml}, which
+ * documents every key and holds its one default (no reader has a fallback of its own).
+ * {@link #from(Config)} is the one entry point: each section reads its own keys, each key once, and
+ * checks their ranges and formats when it is made. Every rule between keys is in {@code checkAcross},
+ * and every value derived from several keys is a method below ({@link #admission()},
+ * {@link #abandonedAge()}, …), so no consumer combines keys itself. A configuration that exists is
+ * valid: a bad value stops start-up, before anything opens, with one sentence naming the key (both
+ * keys, for a rule between keys).
  *
  * <p>Not here: {@code server}, read by Helidon's own {@code WebServer} builder.
  *
@@ -41,11 +43,7 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
         Objects.requireNonNull(access, "access");
         Objects.requireNonNull(idempotency, "idempotency");
         Objects.requireNonNull(ops, "ops");
-        checkAcross(purchase, payment, reconcile, outbox);
-        if (access.operatorKey().isPresent() && demo.keys().isPresent()) {
-            throw new IllegalStateException("Configuration access.operator-key and demo.create-keys both name the operator's key: "
-                                            + "set one (the demo's keys are for bin/run only)");
-        }
+        checkAcross(purchase, payment, reconcile, outbox, demo, access);
     }
 
     /** Reads and checks every section; throws {@link IllegalStateException} naming the first bad key. */
@@ -60,15 +58,38 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
                                   AccessConfig.read(keys), IdempotencyConfig.read(keys), OpsConfig.read(keys));
     }
 
-    /** Every rule that involves more than one key. */
+    /**
+     * Every rule that involves more than one key, and nowhere else: each section has checked its own
+     * keys by the time this runs. A broken rule names both keys.
+     */
     private static void checkAcross(PurchaseConfig purchase, PaymentConfig payment, ReconcileConfig reconcile,
-                                    OutboxConfig outbox) {
+                                    OutboxConfig outbox, DemoConfig demo, AccessConfig access) {
         // A purchase shed later than its deadline is never shed: it has already been answered 504.
         // The remaining deadline cuts the wait anyway; a longer setting only promises what never happens.
         Check.notLonger("payment.max-wait", payment.maxWait(), "purchase.deadline", purchase.deadline());
         // A cap below the first pause would silently make every pause the cap: the backoff would not back off.
         Check.notShorter("reconcile.max-backoff", reconcile.maxBackoff(), "reconcile.backoff", reconcile.backoff());
         Check.notShorter("outbox.max-backoff", outbox.maxBackoff(), "outbox.backoff", outbox.backoff());
+        // One value installed as both the operator and the shop "demo-shop" would let the shop operate.
+        Check.differ("demo.operator-key", demo.operatorKey(), "demo.client-key", demo.clientKey());
+        // Both install the key named "operator": the demo's published value would replace the real one.
+        Check.notBoth("access.operator-key", access.operatorKey().isPresent(), "demo.create-keys", demo.createKeys(),
+                      "both install the operator's key (the demo's keys are for bin/run only)");
+    }
+
+    /**
+     * What admission plans with. The priors — what is assumed before ten durations of a kind are
+     * measured — are a quarter of {@code purchase.deadline} for the way to the payment and a quarter of
+     * {@code payment.max-wait} for a charge (with the shipped 800 ms each, 200 ms); what is measured
+     * replaces them as it comes.
+     */
+    public AdmissionConfig admission() {
+        return new AdmissionConfig(purchase.deadline(), payment.minCallTime(), payment.permits(),
+                                   measure(purchase.deadline().dividedBy(4)), measure(payment.maxWait().dividedBy(4)));
+    }
+
+    private AdmissionConfig.Measure measure(Duration prior) {
+        return new AdmissionConfig.Measure(purchase.paceSamples(), purchase.paceWindow(), AdmissionConfig.QUANTILE, prior);
     }
 
     /**

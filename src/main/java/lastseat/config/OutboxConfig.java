@@ -42,8 +42,8 @@ public record OutboxConfig(Duration interval, int batch, String emailPath, Strin
         return new OutboxConfig(
                 keys.duration("outbox.interval"),
                 keys.integer("outbox.batch"),
-                keys.string("outbox.email-path", "/emails"),
-                keys.string("outbox.refund-path", "/refunds"),
+                keys.string("outbox.email-path"),
+                keys.string("outbox.refund-path"),
                 keys.duration("outbox.call-timeout"),
                 keys.duration("outbox.backoff"),
                 keys.duration("outbox.max-backoff"),

@@ -28,7 +28,7 @@ public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration ca
 
     static OutsideConfig read(Reader keys) {
         return new OutsideConfig(
-                keys.string("outside.base-url", "http://127.0.0.1:8089"),
+                keys.string("outside.base-url"),
                 keys.duration("outside.connect-timeout"),
                 keys.duration("outside.call-timeout"),
                 keys.duration("outside.deadline-backstop"),

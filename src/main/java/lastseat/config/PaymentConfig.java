@@ -30,7 +30,7 @@ public record PaymentConfig(String path, int permits, Duration maxWait, Duration
 
     static PaymentConfig read(Reader keys) {
         return new PaymentConfig(
-                keys.string("payment.path", "/payments"),
+                keys.string("payment.path"),
                 keys.integer("payment.permits"),
                 keys.duration("payment.max-wait"),
                 keys.duration("payment.min-call-time"),

@@ -10,9 +10,11 @@ import java.util.Set;
 
 /**
  * Reads lastseat's keys out of a Helidon {@link Config}, each by its full name, and turns their text
- * into values. A missing key or a value that is not a number or a duration stops start-up with one
- * sentence naming the key; whether the value is in range is the section's business, not the reader's.
+ * into values. A missing key or a value that is not a number, a duration or a flag stops start-up with
+ * one sentence naming the key; whether the value is in range is the section's business, not the reader's.
  * Durations are written {@code 800ms}, {@code 2s}, {@code 5m}, {@code 1h} or ISO-8601 ({@code PT0.8S}).
+ * Every key is required: its default is written once, in {@code application.yaml}, and a reader with
+ * a fallback of its own would be a second default that can drift from the documented one.
  *
  * <p>Hazard: a key read in two places can be read two ways (two ranges, two defaults) and drift apart,
  * so every key has one reader in one section; a second read of a key is refused as the bug it is.
@@ -60,12 +62,13 @@ final class Reader {
         return required(key);
     }
 
-    String string(String key, String fallback) {
-        return config(key).asString().orElse(fallback);
-    }
-
-    boolean flag(String key, boolean fallback) {
-        return config(key).asBoolean().orElse(fallback);
+    boolean flag(String key) {
+        String text = required(key).trim();
+        return switch (text.toLowerCase(Locale.ROOT)) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalStateException("Configuration " + key + " must be true or false, got '" + text + "'");
+        };
     }
 
     /** Every key read so far, in the order read. */

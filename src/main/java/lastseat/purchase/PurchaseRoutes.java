@@ -8,6 +8,7 @@ import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import lastseat.access.Caller;
 import lastseat.access.ClientLimits;
+import lastseat.config.AdmissionConfig;
 import lastseat.config.PurchaseConfig;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
@@ -66,10 +67,12 @@ public final class PurchaseRoutes implements HttpService {
     private final Admission admission;
     private final ClientLimits limits = new ClientLimits();
 
+    /** {@code admission}: the figures {@link Pace} plans with, derived by the configuration tree. */
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
-                          PurchaseConfig config, PurchaseMetrics metrics, PaymentGateway payments) {
-        this(flow, purchases, inventory, keys, config, metrics, new Pace(config.deadline(), payments.config().minCallTime(),
-                payments.config().permits(), new Latency(config.paceSamples(), config.paceWindow(), 0.9, config.deadline().dividedBy(4)),
+                          PurchaseConfig config, AdmissionConfig admission, PurchaseMetrics metrics, PaymentGateway payments) {
+        this(flow, purchases, inventory, keys, config, metrics, new Pace(admission.deadline(), admission.margin(), admission.permits(),
+                new Latency(admission.toPayment().samples(), admission.toPayment().window(), admission.toPayment().quantile(),
+                            admission.toPayment().prior()),
                 payments::callTime));
     }
 

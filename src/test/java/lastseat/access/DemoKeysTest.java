@@ -8,7 +8,12 @@ import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -38,6 +43,60 @@ class DemoKeysTest {
         assertThat(demoAfterProduction).as("the published keys, after a start without the demo").isFalse();
         assertThat(ownOperatorWorks).isTrue();
         assertThat(demoClientBack).as("a revoked key stays revoked").isFalse();
+    }
+
+    /**
+     * bin/run shows the demo's keys as the server states them at start, read from its log by bin/lib.sh's
+     * {@code demo_keys}: the line this server writes, given to that very function, yields the keys it
+     * installed, and a start without the demo states none.
+     */
+    @Test
+    void aDemoStartStatesTheKeysItInstalledInTheLineBinRunReads() throws Exception {
+        Path dir = Files.createTempDirectory("lastseat-demo-keys-line");
+        Map<String, String> demo = Map.of("db.url", "jdbc:h2:file:" + dir.resolve("db"), "demo.create-keys", "true");
+        Map<String, String> production = Map.of("db.url", "jdbc:h2:file:" + dir.resolve("db2"), "demo.create-keys", "false");
+
+        List<String> demoLines = logged(demo);
+        List<String> productionLines = logged(production);
+
+        assertThat(demoLines).hasSize(1);
+        Path log = dir.resolve("lastseat.log");
+        Files.writeString(log, "2026.01.01 00:00:00.000 INFO lastseat.Services installKeys: " + demoLines.getFirst() + "\n");
+        Process bash = new ProcessBuilder("bash", "-c", "source bin/lib.sh && demo_keys \"$0\" && echo \"$OPERATOR_KEY $CLIENT_KEY\"",
+                                          log.toString()).redirectErrorStream(true).start();
+        String read = new String(bash.getInputStream().readAllBytes()).trim();
+        assertThat(bash.waitFor()).as(read).isZero();
+        assertThat(read).isEqualTo(Instance.DEMO_OPERATOR_KEY + " " + Instance.DEMO_CLIENT_KEY);
+        assertThat(productionLines).as("no demo, no keys stated").isEmpty();
+    }
+
+    /** What {@link Services#installKeys} logs that states the demo's keys. */
+    private static List<String> logged(Map<String, String> settings) {
+        List<String> lines = new CopyOnWriteArrayList<>();
+        Handler handler = new Handler() {
+            @Override
+            public void publish(LogRecord record) {
+                if (record.getMessage().startsWith(Services.DEMO_KEYS_LOGGED)) {
+                    lines.add(record.getMessage());
+                }
+            }
+
+            @Override
+            public void flush() {
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+        Logger logger = Logger.getLogger(Services.class.getName());
+        logger.addHandler(handler);
+        try {
+            start(settings, keys -> true);
+        } finally {
+            logger.removeHandler(handler);
+        }
+        return lines;
     }
 
     private static boolean start(Map<String, String> settings, java.util.function.Predicate<ApiKeys> check) {
