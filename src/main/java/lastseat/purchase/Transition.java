@@ -3,6 +3,7 @@ package lastseat.purchase;
 import java.util.Arrays;
 import java.util.Optional;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 
 import static lastseat.purchase.PurchaseState.CONFIRMED;
 import static lastseat.purchase.PurchaseState.EXPIRED;
@@ -195,14 +196,14 @@ enum Transition {
         return Arrays.stream(values()).filter(t -> t.from == from && t.to == to).findFirst();
     }
 
-    /** The table as Markdown, as {@code docs/DESIGN.md} shows it (a test keeps the two the same). */
+    /** The table as Markdown, as {@code docs/DESIGN.md} shows it (a test keeps the two the same); NONE shows as a dash. */
     static String markdown() {
         String head = "| move | from | to | seats | tickets | refund | email | check | token | key | when |\n"
                       + "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n";
         return head + Arrays.stream(values())
-                .map(t -> "| " + String.join(" | ", t.name(), t.from.name(), t.to.name(), t.seats.name(), t.tickets.name(),
-                                             t.refund.name(), t.email.name(), t.check.name(), t.token.name(), t.key.name(), t.when)
-                          + " |\n")
+                .map(t -> Stream.of(t, t.from, t.to, t.seats, t.tickets, t.refund, t.email, t.check, t.token, t.key)
+                                  .map(cell -> "NONE".equals(cell.name()) ? "—" : "`" + cell.name() + "`")
+                                  .collect(Collectors.joining(" | ", "| ", " | " + t.when + " |\n")))
                 .collect(Collectors.joining());
     }
 }
