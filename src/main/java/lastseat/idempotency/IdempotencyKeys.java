@@ -204,21 +204,26 @@ public final class IdempotencyKeys {
 
     /**
      * Deletes at most {@code batch} answered keys whose answer is older than {@code retention}, oldest
-     * first, in one statement; how many it deleted. Keys in flight are never pruned: their purchase may
-     * still be settling, and recovery ends them.
+     * first; how many it deleted. Keys in flight are never pruned: their purchase may still be settling,
+     * and recovery ends them. Nor is an answered key whose purchase has not ended (a 202 stored for a
+     * payment unknown or unresolved, which may last for days): a retry with it must keep meeting that
+     * purchase, not become a second purchase and a second charge. Those are left out by the query that
+     * picks the batch, so however many there are they cannot fill every batch and hide the keys that may go.
      */
     public int prune(Duration retention, int batch) {
         Instant before = clock.instant().minus(retention);
         return db.inTransaction(c -> {
-            List<String[]> old = Sql.list(c, "SELECT client_name, idem_key FROM idempotency_keys WHERE state = 'DONE' "
-                                             + "AND completed_at < ? ORDER BY completed_at FETCH FIRST " + batch + " ROWS ONLY",
+            List<String[]> old = Sql.list(c, "SELECT k.client_name, k.idem_key FROM idempotency_keys k WHERE k.state = 'DONE' "
+                                             + "AND k.completed_at < ? AND " + ENDED + " ORDER BY k.completed_at "
+                                             + "FETCH FIRST " + batch + " ROWS ONLY",
                                           rs -> new String[] {rs.getString(1), rs.getString(2)}, before);
             if (old.isEmpty()) {
                 return 0;
             }
             int deleted = 0;
             try (PreparedStatement ps = c.prepareStatement(
-                    "DELETE FROM idempotency_keys WHERE client_name = ? AND idem_key = ? AND state = 'DONE' AND completed_at < ?")) {
+                    "DELETE FROM idempotency_keys k WHERE k.client_name = ? AND k.idem_key = ? AND k.state = 'DONE' "
+                    + "AND k.completed_at < ? AND " + ENDED)) {
                 for (String[] key : old) {
                     ps.setString(1, key[0]);
                     ps.setString(2, key[1]);
@@ -232,6 +237,10 @@ public final class IdempotencyKeys {
             return deleted;
         });
     }
+
+    /** Of a key {@code k}: no purchase made with it is still open (none made at all, or every one ended). */
+    private static final String ENDED = "NOT EXISTS (SELECT 1 FROM purchases p WHERE p.client_name = k.client_name "
+                                        + "AND p.idempotency_key = k.idem_key AND p.state IN " + OPEN + ")";
 
     /** The purchase states that still hold a seat or a payment, as an SQL list. */
     private static final String HOLDING = Arrays.stream(PurchaseState.values()).filter(s -> !s.leavesNothing())

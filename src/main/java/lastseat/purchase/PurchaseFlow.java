@@ -175,6 +175,8 @@ public final class PurchaseFlow {
                 // Somebody else ended it first (the buyer cancelled, the hold expired): say that instead.
                 case Purchases.Moved.Refused refused -> refused(purchases.notPayable(hold));
                 case Purchases.Moved.SeatsGone gone -> refused(why);
+                // Not moved, so still held, as when the release fails.
+                case Purchases.Moved.NotAllowed notAllowed -> pending(hold, null, PurchaseState.HELD);
             };
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " could not be released; recovery releases it", e);
@@ -201,6 +203,8 @@ public final class PurchaseFlow {
                 case Purchases.Moved.Refused refused -> pending(hold, quote, refused.actual().orElse(PurchaseState.PAYING));
                 case Purchases.Moved.Done done -> refused(why);
                 case Purchases.Moved.SeatsGone gone -> refused(why);
+                // Not released, so possibly PAYING, as when the release fails: never "nothing was charged".
+                case Purchases.Moved.NotAllowed notAllowed -> pending(hold, quote, PurchaseState.PAYING);
             };
         } catch (RuntimeException e) {
             LOG.log(Level.SEVERE, "purchase " + hold.purchaseId() + " sent no payment but could not be released (" + reason
@@ -245,6 +249,11 @@ public final class PurchaseFlow {
             case Purchases.Moved.Refused refused -> {
                 timeline.end(step, "refused: the purchase is " + refused.actual().map(Enum::name).orElse("gone"));
                 yield pending(hold, quote, refused.actual().orElse(PurchaseState.PAYING));
+            }
+            // Captured but not confirmed: pending, for the reconciler to find the capture.
+            case Purchases.Moved.NotAllowed notAllowed -> {
+                timeline.end(step, "refused: no move " + notAllowed.from() + " → " + notAllowed.to());
+                yield pending(hold, quote, PurchaseState.PAYING);
             }
         };
     }

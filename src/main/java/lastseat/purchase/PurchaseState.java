@@ -1,5 +1,10 @@
 package lastseat.purchase;
 
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.stream.Collectors;
+
 /**
  * The states of DESIGN.md, plus the one an operator is shown. Terminal: CONFIRMED, RELEASED,
  * EXPIRED, REFUNDED. PAYMENT_UNRESOLVED is a PAYMENT_UNKNOWN purchase whose provider could not be
@@ -20,9 +25,19 @@ public enum PurchaseState {
 
     /**
      * Nothing of the purchase remains — no seat held, no money taken — so its Idempotency-Key may
-     * be let go and a retry with it runs afresh.
+     * be let go and a retry with it runs afresh: every move of {@link Transition} into this state says
+     * {@link Transition.Key#MAY_LET_GO} (a state no move reaches, HELD, holds its seats).
      */
     public boolean leavesNothing() {
-        return this == RELEASED || this == EXPIRED;
+        return KeyRule.LEAVE_NOTHING.contains(this);
+    }
+
+    /** Read from the table on first use: the table's rows name these states, so it cannot be read while they are made. */
+    private static final class KeyRule {
+        static final Set<PurchaseState> LEAVE_NOTHING = Arrays.stream(values())
+                .filter(state -> Arrays.stream(Transition.values()).anyMatch(t -> t.to() == state)
+                                 && Arrays.stream(Transition.values()).filter(t -> t.to() == state)
+                                         .allMatch(t -> t.key() == Transition.Key.MAY_LET_GO))
+                .collect(Collectors.toCollection(() -> EnumSet.noneOf(PurchaseState.class)));
     }
 }

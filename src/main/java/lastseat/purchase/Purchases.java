@@ -31,10 +31,10 @@ import java.util.stream.Collectors;
 /**
  * The one writer of {@code purchases.state}: every change is a row of {@link Transition}, made by
  * {@link #move} as a compare-and-set ({@code UPDATE purchases ... WHERE id = ? AND state = ?}) in
- * the transaction that also moves the seats, issues the tickets and queues the outbox rows the row
- * calls for. Zero rows changed is {@link Moved.Refused}, a value the caller must handle, never
- * ignored; nothing else changes then. A move to a terminal state drops the purchase's payment token in
- * that same statement: nothing can be charged with it any more, and a token kept is only a liability.
+ * the transaction that also does what the row's columns say — seats, tickets, refund, email, the
+ * reconciler's schedule, the payment token — and nothing else. Zero rows changed is
+ * {@link Moved.Refused}, a value the caller must handle, never ignored; nothing else changes then. A
+ * pair of states the table has no row for is {@link Moved.NotAllowed}, and nothing is tried.
  *
  * <p>Hazard: every hold must end CONFIRMED, RELEASED, EXPIRED or REFUNDED (or wait, seats held, in
  * PAYMENT_UNKNOWN / PAYMENT_UNRESOLVED for the provider's answer); a path that returns without one
@@ -74,6 +74,10 @@ public final class Purchases {
 
         /** A move that sells found the seats no longer all held by the purchase: nothing changed. */
         record SeatsGone(String id) implements Moved {
+        }
+
+        /** The table has no move from {@code from} to {@code to}: nothing was tried, nothing changed. */
+        record NotAllowed(String id, PurchaseState from, PurchaseState to) implements Moved {
         }
     }
 
@@ -186,8 +190,8 @@ public final class Purchases {
      * a purchase whose payment is open are never expired, so a late capture still gets its seats.
      */
     Moved confirm(String id, PurchaseState from, String paymentId, Timeline timeline, int step) {
-        return db.inTransaction(c -> move(c, Transition.of(from, PurchaseState.CONFIRMED), id,
-                Change.on(timeline).ending(step).paid(paymentId).because("the provider captured " + paymentId)));
+        return move(id, from, PurchaseState.CONFIRMED,
+                    Change.on(timeline).ending(step).paid(paymentId).because("the provider captured " + paymentId));
     }
 
     /**
@@ -196,14 +200,21 @@ public final class Purchases {
      * buyer's email are queued in the same transaction, so the refund is asked for exactly once.
      */
     Moved refund(String id, PurchaseState from, String paymentId, String reason, Timeline timeline, int step) {
-        return db.inTransaction(c -> move(c, Transition.of(from, PurchaseState.REFUNDED), id,
-                Change.on(timeline).ending(step).paid(paymentId).because(reason)));
+        return move(id, from, PurchaseState.REFUNDED, Change.on(timeline).ending(step).paid(paymentId).because(reason));
     }
 
     /** {@code from} → RELEASED: the seats come back, once. Only where nothing was or can be charged. */
     Moved release(String id, PurchaseState from, String reason, Timeline timeline, int step) {
-        return db.inTransaction(c -> move(c, Transition.of(from, PurchaseState.RELEASED), id,
-                Change.on(timeline).ending(step).because(reason)));
+        return move(id, from, PurchaseState.RELEASED, Change.on(timeline).ending(step).because(reason));
+    }
+
+    /** {@code from} → {@code to} by the table's row for the pair, in a transaction of its own; none: {@link Moved.NotAllowed}. */
+    private Moved move(String id, PurchaseState from, PurchaseState to, Change change) {
+        Optional<Transition> row = Transition.between(from, to);
+        if (row.isEmpty()) {
+            return new Moved.NotAllowed(id, from, to);
+        }
+        return db.inTransaction(c -> move(c, row.get(), id, change));
     }
 
     /** PAYING → PAYMENT_UNKNOWN: the seats stay held; the reconciler asks the provider after the settle time. */
@@ -295,9 +306,10 @@ public final class Purchases {
 
     /**
      * One row of the table, in the caller's transaction: the compare-and-set on the state (and the
-     * change's guard), then the row's effects on seats, tickets, the outbox and the reconciliation
-     * schedule, then the timeline. A refused move changes nothing; a sale that finds the seats gone
-     * is rolled back.
+     * change's guard), then the row's columns in order — payment token, seats, tickets, refund, email,
+     * check — then the timeline. The Key column writes nothing: it is the rule
+     * {@link PurchaseState#leavesNothing()} reads. A refused move changes nothing; a sale that finds the
+     * seats gone is rolled back.
      */
     private Moved move(Connection c, Transition row, String id, Change change) throws SQLException {
         Instant now = clock.instant();
@@ -305,8 +317,10 @@ public final class Purchases {
         args.addAll(change.setArgs);
         args.addAll(List.of(id, row.from().name()));
         args.addAll(change.guardArgs);
-        // Only PAYING and an open payment may send the charge (again); past a terminal state the token has no use.
-        String token = row.to().terminal() ? ", payment_token = NULL" : "";
+        String token = switch (row.token()) {
+            case KEEP -> "";
+            case DROP -> ", payment_token = NULL";
+        };
         int rows = Sql.update(c, "UPDATE purchases SET state = ?, updated_at = ?" + token + change.sets()
                                  + " WHERE id = ? AND state = ?" + change.guard, args.toArray());
         if (rows == 0) {
@@ -323,14 +337,29 @@ public final class Purchases {
             }
             case GIVE_BACK -> inventory.giveBack(c, id);
         }
-        List<PurchaseView.Ticket> tickets = List.of();
-        switch (row.to()) {
-            case CONFIRMED -> tickets = issueAndAnnounce(c, id);
-            case REFUNDED -> queueRefund(c, id, change.paymentId, change.reason);
-            case PAYMENT_UNKNOWN -> Sql.update(c, "UPDATE purchases SET unknown_since = ?, next_check_at = ?, check_attempts = 0 "
-                                                  + "WHERE id = ?", now, now.plus(settleTime), id);
-            default -> {
+        // One read serves tickets, refund and email alike; a row that writes none of them skips it.
+        Hold hold = row.tickets() == Transition.Tickets.NONE && row.refund() == Transition.Refund.NONE
+                    && row.email() == Transition.Email.NONE ? null : hold(c, id);
+        List<PurchaseView.Ticket> tickets = switch (row.tickets()) {
+            case NONE -> List.of();
+            case ISSUE -> issueTickets(c, hold);
+        };
+        switch (row.refund()) {
+            case NONE -> {
             }
+            case QUEUE -> queueRefund(c, hold, change.paymentId);
+        }
+        switch (row.email()) {
+            case NONE -> {
+            }
+            case CONFIRMATION -> queueConfirmation(c, hold, tickets);
+            case REFUND_NOTICE -> queueRefundNotice(c, hold, change.reason);
+        }
+        switch (row.check()) {
+            case NONE -> {
+            }
+            case SCHEDULE -> Sql.update(c, "UPDATE purchases SET unknown_since = ?, next_check_at = ?, check_attempts = 0 "
+                                           + "WHERE id = ?", now, now.plus(settleTime), id);
         }
         if (change.timeline != null) {
             if (change.endingStep >= 0) {
@@ -412,9 +441,9 @@ public final class Purchases {
         return Sql.list(c, "SELECT seat_count FROM purchases WHERE id = ?", rs -> rs.getInt(1), id).getFirst();
     }
 
-    /** Tickets for every seat and the confirmation email, for a purchase just confirmed. */
-    private List<PurchaseView.Ticket> issueAndAnnounce(Connection c, String id) throws SQLException {
-        Hold hold = hold(c, id);
+    /** A ticket for every seat of a purchase just sold. */
+    private List<PurchaseView.Ticket> issueTickets(Connection c, Hold hold) throws SQLException {
+        String id = hold.purchaseId();
         List<PurchaseView.Ticket> tickets = new ArrayList<>();
         try (PreparedStatement ps = c.prepareStatement(
                 "INSERT INTO tickets (id, purchase_id, event_id, label, issued_at) VALUES (?, ?, ?, ?, ?)")) {
@@ -430,19 +459,23 @@ public final class Purchases {
             }
             ps.executeBatch();
         }
-        Map<String, Object> email = new LinkedHashMap<>();
-        email.put("to", hold.buyerEmail());
-        email.put("template", "purchase-confirmed");
-        email.put("purchaseId", id);
-        email.put("eventId", hold.eventId());
-        email.put("tickets", tickets);
-        Outbox.add(c, CONFIRMATION_EMAIL, id, Json.text(email), clock.instant());
         return List.copyOf(tickets);
     }
 
-    /** The refund of {@code paymentId} and the buyer's email, queued with the move to REFUNDED. */
-    private void queueRefund(Connection c, String id, String paymentId, String reason) throws SQLException {
-        Hold hold = hold(c, id);
+    /** The buyer's confirmation email with its {@code tickets}. */
+    private void queueConfirmation(Connection c, Hold hold, List<PurchaseView.Ticket> tickets) throws SQLException {
+        Map<String, Object> email = new LinkedHashMap<>();
+        email.put("to", hold.buyerEmail());
+        email.put("template", "purchase-confirmed");
+        email.put("purchaseId", hold.purchaseId());
+        email.put("eventId", hold.eventId());
+        email.put("tickets", tickets);
+        Outbox.add(c, CONFIRMATION_EMAIL, hold.purchaseId(), Json.text(email), clock.instant());
+    }
+
+    /** The refund of {@code paymentId}, the whole amount charged (tax included). */
+    private void queueRefund(Connection c, Hold hold, String paymentId) throws SQLException {
+        String id = hold.purchaseId();
         Map<String, Object> refund = new LinkedHashMap<>();
         refund.put("purchaseId", id);
         refund.put("paymentId", paymentId);
@@ -450,12 +483,16 @@ public final class Purchases {
                                       rs -> rs.getBigDecimal(1).toPlainString(), id).getFirst());
         refund.put("currency", hold.currency());
         Outbox.add(c, REFUND, id, Json.text(refund), clock.instant());
+    }
+
+    /** The buyer's email saying the payment is being refunded, and {@code reason}. */
+    private void queueRefundNotice(Connection c, Hold hold, String reason) throws SQLException {
         Map<String, Object> email = new LinkedHashMap<>();
         email.put("to", hold.buyerEmail());
         email.put("template", "purchase-refunded");
-        email.put("purchaseId", id);
+        email.put("purchaseId", hold.purchaseId());
         email.put("reason", reason);
-        Outbox.add(c, REFUND_EMAIL, id, Json.text(email), clock.instant());
+        Outbox.add(c, REFUND_EMAIL, hold.purchaseId(), Json.text(email), clock.instant());
     }
 
     // --- for the sweeper ---
