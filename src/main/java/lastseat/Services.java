@@ -5,7 +5,6 @@ import lastseat.access.AdminRoutes;
 import lastseat.access.ApiKeys;
 import lastseat.access.Role;
 import lastseat.checks.Checks;
-import lastseat.config.AdmissionConfig;
 import lastseat.config.LastseatConfig;
 import lastseat.db.Database;
 import lastseat.drill.DrillRoutes;
@@ -50,9 +49,7 @@ public record Services(LastseatConfig config, Database db, Inventory inventory, 
         OutsideHttp http = new OutsideHttp(config.outside());
         Inventory inventory = new Inventory(db, config.purchase(), clock);
         Purchases purchases = new Purchases(db, inventory, clock, config.purchase().holdTtl(), config.reconcile().settleTime());
-        AdmissionConfig.Measure callTime = config.admission().callTime();
-        PaymentGateway payments = new PaymentGateway(http, config.payment(), new Latency(callTime.samples(), callTime.window(),
-                                                                                         callTime.quantile(), callTime.prior()));
+        PaymentGateway payments = new PaymentGateway(http, config.payment(), Latency.of(config.admission().callTime()));
         PurchaseFlow flow = new PurchaseFlow(new Checks(http, config.checks()), payments, purchases, config.purchase(), clock);
         IdempotencyKeys keys = new IdempotencyKeys(db, clock, config.abandonedAge());
         PurchaseRoutes purchaseRoutes = new PurchaseRoutes(flow, purchases, inventory, keys, config.purchase(), config.admission(),

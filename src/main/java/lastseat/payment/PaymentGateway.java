@@ -58,11 +58,6 @@ public final class PaymentGateway {
     private final ConcurrentSkipListSet<Long> openSince = new ConcurrentSkipListSet<>();
     private final AtomicLong lastStart = new AtomicLong(Long.MIN_VALUE);
 
-    /** With the call time measured over the last 200 calls of the last 10 s, a quarter of max-wait assumed before. */
-    public PaymentGateway(Outside http, PaymentConfig config) {
-        this(http, config, new Latency(200, Duration.ofSeconds(10), 0.9, config.maxWait().dividedBy(4)));
-    }
-
     /** {@code callTime} learns how long a charge takes at the provider, whatever its ending. */
     public PaymentGateway(Outside http, PaymentConfig config, Latency callTime) {
         this.http = http;

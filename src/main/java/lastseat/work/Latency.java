@@ -31,6 +31,11 @@ public final class Latency {
     private long cachedAt;
     private long cached;
 
+    /** A measure as the configuration declares it ({@code config.admission()}). */
+    public static Latency of(lastseat.config.AdmissionConfig.Measure measure) {
+        return new Latency(measure.samples(), measure.window(), measure.quantile(), measure.prior());
+    }
+
     public Latency(int samples, Duration window, double quantile, Duration prior) {
         if (samples < MIN_SAMPLES || quantile <= 0 || quantile > 1 || window.isNegative() || window.isZero() || prior.isNegative()) {
             throw new IllegalArgumentException("samples >= " + MIN_SAMPLES + ", 0 < quantile <= 1, a positive window");

@@ -10,6 +10,7 @@ import lastseat.inventory.Inventory;
 import lastseat.inventory.NewEvent;
 import lastseat.outbox.OutboxWorker;
 import lastseat.payment.PaymentGateway;
+import lastseat.work.Latency;
 import lastseat.purchase.PurchaseFlow;
 import lastseat.purchase.PurchaseWorkers;
 import lastseat.purchase.Purchases;
@@ -54,7 +55,7 @@ public final class InProcess implements AutoCloseable {
         this.db = new Db(database);
         this.inventory = new Inventory(database, config.purchase(), clock);
         this.purchases = new Purchases(database, inventory, clock, config.purchase().holdTtl(), config.reconcile().settleTime());
-        this.payments = new PaymentGateway(outside, config.payment());
+        this.payments = new PaymentGateway(outside, config.payment(), Latency.of(config.admission().callTime()));
         this.flow = new PurchaseFlow(new Checks(outside, config.checks()), payments, purchases, config.purchase(), clock);
         this.keys = new IdempotencyKeys(database, clock, config.abandonedAge());
         this.workers = new PurchaseWorkers(purchases, payments, config.purchase(), config.abandonedAge(), config.reconcile(),
