@@ -264,15 +264,29 @@ public final class PurchaseFlow {
      * for the reconciler, which finds the capture and settles it.
      */
     private PurchaseOutcome refund(Hold hold, Quote quote, String paymentId, Timeline timeline, int step) {
+        Purchases.Moved moved;
         try {
-            purchases.refund(hold.purchaseId(), PurchaseState.PAYING, paymentId, "captured after its seats were gone", timeline, step);
+            moved = purchases.refund(hold.purchaseId(), PurchaseState.PAYING, paymentId, "captured after its seats were gone", timeline, step);
         } catch (RuntimeException e) {
             timeline.end(step, "failed: the refund could not be written");
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " was charged without its seats and could not be "
                                    + "refunded now; it stays pending", e);
             return unknown(hold, quote, "charged as " + paymentId + " without its seats", timeline);
         }
-        return new PurchaseOutcome.Refunded(hold.purchaseId(), paymentId, hold.seats());
+        // Only a refund that was written may be told as one; anything else leaves the purchase where it
+        // stands, pending, for the reconciler to settle from the provider's capture.
+        return switch (moved) {
+            case Purchases.Moved.Done done -> new PurchaseOutcome.Refunded(hold.purchaseId(), paymentId, hold.seats());
+            case Purchases.Moved.Refused refused -> {
+                timeline.end(step, "refused: the purchase is " + refused.actual().map(Enum::name).orElse("gone"));
+                yield pending(hold, quote, refused.actual().orElse(PurchaseState.PAYING));
+            }
+            case Purchases.Moved.SeatsGone gone -> pending(hold, quote, PurchaseState.PAYING);
+            case Purchases.Moved.NotAllowed notAllowed -> {
+                timeline.end(step, "refused: no move " + notAllowed.from() + " → " + notAllowed.to());
+                yield pending(hold, quote, PurchaseState.PAYING);
+            }
+        };
     }
 
     /** PAYING → PAYMENT_UNKNOWN, seats held, for the reconciler. */
