@@ -13,7 +13,6 @@ import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
 import lastseat.web.Bodies;
-import lastseat.web.Failures;
 import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
@@ -41,12 +40,15 @@ import java.util.logging.Logger;
  * second purchase or charge. At most {@code purchase.max-in-flight} purchases run at once in this
  * process ({@link Admission}); past that a purchase is answered 503 with {@code Retry-After} at once,
  * having changed nothing. That cap is per instance and protects only this process; seats are decided
- * by the database. Every outcome becomes its answer in {@link PurchaseAnswers}, nowhere else.
+ * by the database. Every answer to {@code POST /purchases} — an outcome, a refusal of its input or
+ * key, or a failure that escaped — is made in {@link PurchaseAnswers} and sent and counted once, in
+ * {@link #send}; nothing is left to the routing's error handler.
  */
 public final class PurchaseRoutes implements HttpService {
     private static final Logger LOG = Logger.getLogger(PurchaseRoutes.class.getName());
     private static final HeaderName SERVER_TIMING = HeaderNames.create("Server-Timing");
     private static final HeaderName REPLAYED = HeaderNames.create("Idempotent-Replayed");
+    private static final HeaderName IDEMPOTENCY_KEY = HeaderNames.create("Idempotency-Key");
     /**
      * Answers a retry should not replay: nothing was charged or held, so the key is let go and a
      * retry runs again (the flow answers no 5xx while anything of the purchase remains).
@@ -96,39 +98,41 @@ public final class PurchaseRoutes implements HttpService {
 
     private void purchase(ServerRequest request, ServerResponse response) {
         long arrived = System.nanoTime();
+        PurchaseAnswers.Answer answer;
         try {
-            purchase(request, response, arrived);
+            answer = purchase(request, arrived);
         } catch (RuntimeException e) {
-            // Answered by the error chain (a busy database, a bad body): its time is the server's time too.
-            serverTiming(response, arrived);
-            throw e;
+            // The body, the key's claim, a read before the flow: answered and counted like every other answer.
+            answer = answers.failed(e);
         }
+        send(answer, response, arrived);
     }
 
-    private void purchase(ServerRequest request, ServerResponse response, long arrived) {
+    private PurchaseAnswers.Answer purchase(ServerRequest request, long arrived) {
         Deadline deadline = Deadline.after(config.deadline(), arrived);
-        String key = IdempotencyKeys.require(request.headers().first(HeaderNames.create("Idempotency-Key")));
+        IdempotencyKeys.Header header = IdempotencyKeys.require(request.headers().first(IDEMPOTENCY_KEY));
+        if (!(header instanceof IdempotencyKeys.Header.Valid(String key))) {
+            return answers.of(header);
+        }
         Bodies.requireJson(request);
         byte[] body = Bodies.read(request, config.maxBodyBytes());
         Order order = Json.read(body, PurchaseRequest.class).toOrder(Caller.of(request).name(), key, config.maxSeats());
         Optional<Inventory.Invalid> invalid = inventory.validate(order);
         if (invalid.isPresent()) {
-            send(answers.of(invalid.get()), response, arrived);
-            return;
+            return answers.of(invalid.get());
         }
         Caller caller = Caller.of(request);
         Optional<ClientLimits.Slot> slot = limits.enter(caller);
         if (slot.isEmpty()) {
-            send(answers.clientLimit(caller.maxInFlight().orElseThrow()), response, arrived);
-            return;
+            return answers.clientLimit(caller.maxInFlight().orElseThrow());
         }
         // The client's slot is held until the answer is decided, on every way out.
         try (ClientLimits.Slot held = slot.get()) {
-            admitAndRun(key, body, order, deadline, response, arrived);
+            return admitAndRun(key, body, order, deadline, arrived);
         }
     }
 
-    private void admitAndRun(String key, byte[] body, Order order, Deadline deadline, ServerResponse response, long arrived) {
+    private PurchaseAnswers.Answer admitAndRun(String key, byte[] body, Order order, Deadline deadline, long arrived) {
         // Admission comes after every 4xx about the input (a bad request is answered the same way under
         // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
         Optional<Admission.Permit> claimed;
@@ -136,25 +140,21 @@ public final class PurchaseRoutes implements HttpService {
             claimed = admit(arrived);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            send(answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded())), response, arrived);
-            return;
+            return answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded()));
         }
         if (claimed.isEmpty()) {
-            Turn turn = notAdmitted(key, body, order, deadline, admission.mark(), response);
+            Turn turn = notAdmitted(key, body, order, deadline, admission.mark());
             if (turn instanceof Turn.Told(PurchaseAnswers.Answer told)) {
-                send(told, response, arrived);
-                return;
+                return told;
             }
             claimed = Optional.of(((Turn.Go) turn).permit());
         }
-        PurchaseAnswers.Answer answer;
         // The place is held for exactly the work, and given back on every way out of it: an answer, an
         // unexpected failure or the interrupt. It is back before the answer is written, so a client that
         // has its answer can count on the place being free.
         try (Admission.Permit permit = claimed.get()) {
-            answer = admitted(key, body, order, deadline, response, progress(permit));
+            return admitted(key, body, order, deadline, progress(permit));
         }
-        send(answer, response, arrived);
     }
 
     /**
@@ -202,7 +202,7 @@ public final class PurchaseRoutes implements HttpService {
      * waits for a place while its deadline allows (then it runs, and its reservation tells the truth);
      * only seats still free at the end, or plenty of them, make it 503 with Retry-After.
      */
-    private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark, ServerResponse response) {
+    private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark) {
         try {
             admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
             Purchases.Seen seen = seen(order);
@@ -219,7 +219,7 @@ public final class PurchaseRoutes implements HttpService {
             }
             if (seen.gone().isPresent()) {
                 // Its own earlier request may be what took them: a key used before gets its own answer.
-                Optional<Turn> used = usedBefore(key, order.client(), body, response);
+                Optional<Turn> used = usedBefore(key, order.client(), body);
                 if (used.isPresent()) {
                     return used.get();
                 }
@@ -234,7 +234,7 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /** The answer a key used before gets without a place (a replay, in flight, reused); empty for a new key. */
-    private Optional<Turn> usedBefore(String key, String client, byte[] body, ServerResponse response) {
+    private Optional<Turn> usedBefore(String key, String client, byte[] body) {
         if (!keys.known(client, key)) {
             return Optional.empty();
         }
@@ -246,7 +246,7 @@ public final class PurchaseRoutes implements HttpService {
             }
             // Its process stopped before answering; the retry that has a place resumes it.
             case IdempotencyKeys.Claim.Abandoned abandoned -> Optional.empty();
-            default -> Optional.of(new Turn.Told(answered(key, claim, response)));
+            default -> Optional.of(new Turn.Told(answered(key, claim)));
         };
     }
 
@@ -312,9 +312,13 @@ public final class PurchaseRoutes implements HttpService {
         };
     }
 
+    /** The one way out of {@code POST /purchases}: every answer is counted here, once, under its tag. */
     private void send(PurchaseAnswers.Answer answer, ServerResponse response, long arrived) {
         metrics.outcome(answer, Duration.ofNanos(System.nanoTime() - arrived));
         serverTiming(response, arrived);
+        if (answer.replayed()) {
+            response.header(REPLAYED, "true");
+        }
         answer.reply().send(response);
     }
 
@@ -355,23 +359,27 @@ public final class PurchaseRoutes implements HttpService {
         return inFlight() == 0;
     }
 
+    /** {@link #admitted} as a request with a place runs it: for tests that send a key's retries without a server. */
+    PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline) {
+        return admitted(key, body, order, deadline, PurchaseFlow.Progress.NONE);
+    }
+
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
-    private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response,
+    private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline,
                                             PurchaseFlow.Progress progress) {
         IdempotencyKeys.Claim claim = keys.claim(order.client(), key, IdempotencyKeys.fingerprint(body));
         return switch (claim) {
             case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress);
             case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress);
-            default -> answered(key, claim, response);
+            default -> answered(key, claim);
         };
     }
 
     /** A key used before: its stored answer replayed, or why it cannot be run now. */
-    private PurchaseAnswers.Answer answered(String key, IdempotencyKeys.Claim claim, ServerResponse response) {
-        if (claim instanceof IdempotencyKeys.Claim.Replay replay) {
-            response.header(REPLAYED, "true");
+    private PurchaseAnswers.Answer answered(String key, IdempotencyKeys.Claim claim) {
+        if (claim instanceof IdempotencyKeys.Claim.Replay(Reply stored)) {
             // A pending answer is not final: the retry is told where the purchase stands now.
-            return new PurchaseAnswers.Answer(replay.reply().status() == 202 ? current(replay.reply()) : replay.reply(), "replayed");
+            return answers.replayed(stored, stored.status() == 202 ? now(stored) : Optional.empty());
         }
         return answers.of(claim, key);
     }
@@ -395,9 +403,9 @@ public final class PurchaseRoutes implements HttpService {
         if (state.isEmpty() || state.get().leavesNothing()) {
             return runFresh(key, token.get(), order, deadline, progress);
         }
-        Reply reply = current(id.get());
+        Reply reply = now(id.get()).orElseThrow();
         end(key, keys.complete(order.client(), key, token.get(), reply));
-        return new PurchaseAnswers.Answer(reply, "resumed");
+        return answers.resumed(reply);
     }
 
     PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline) {
@@ -412,23 +420,32 @@ public final class PurchaseRoutes implements HttpService {
             Thread.currentThread().interrupt();
             // The server is stopping past its grace, and the payment may have left: never "nothing was
             // charged". The key stays in flight; recovery settles the purchase and the key's retry tells it.
-            return new PurchaseAnswers.Answer(stopping(order.client(), key), "pending");
+            return unknown(order.client(), key);
         } catch (RuntimeException e) {
             // The flow lets a failure out only when nothing was reserved.
-            LOG.log(Level.SEVERE, "purchase failed before anything was reserved", e);
-            answer = new PurchaseAnswers.Answer(Reply.problem(Failures.problemFor(e,
-                    "The purchase failed unexpectedly; nothing was reserved or charged, try again"), "/purchases"), "failed");
+            answer = answers.failed(e);
         }
-        try {
-            Reply reply = answer.reply();
-            end(key, RETRYABLE.contains(reply.status()) ? keys.forget(order.client(), key, token)
-                                                         : keys.complete(order.client(), key, token, reply));
-        } catch (RuntimeException e) {
-            // The buyer still gets the real outcome; the key stays in flight, so a retry with it is
-            // refused (409) rather than run again: it must not become a second purchase.
-            LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
+        Reply reply = answer.reply();
+        if (RETRYABLE.contains(reply.status())) {
+            try {
+                end(key, keys.forget(order.client(), key, token));
+            } catch (RuntimeException e) {
+                LOG.log(Level.SEVERE, "could not let go of Idempotency-Key " + key + "; it stays in flight", e);
+            }
+        } else {
+            store(key, order.client(), token, reply);
         }
         return answer;
+    }
+
+    /** Stores {@code reply} for the key; if that fails the buyer still gets it, and the key stays in flight. */
+    private void store(String key, String client, String token, Reply reply) {
+        try {
+            end(key, keys.complete(client, key, token, reply));
+        } catch (RuntimeException e) {
+            // A retry with the key is refused (409) rather than run again: it must not become a second purchase.
+            LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
+        }
     }
 
     private static void end(String key, IdempotencyKeys.Ending ending) {
@@ -443,37 +460,37 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /**
-     * The answer to a purchase cut by the server's stop: 202, with the purchase if one was made, for
-     * the key's retry to follow. The read runs with the interrupt cleared and the flag is set again.
+     * 202 for a purchase cut by the server's stop, whose payment may have left: the purchase as it
+     * stands when it can be read, read with the interrupt cleared (and set again), else "not known
+     * yet, ask again".
      */
-    private Reply stopping(String client, String key) {
+    private PurchaseAnswers.Answer unknown(String client, String key) {
         boolean interrupted = Thread.interrupted();
+        Optional<Reply> now = Optional.empty();
         try {
             Optional<String> id = purchases.byKey(client, key);
             if (id.isPresent()) {
-                return current(id.get());
+                now = now(id.get());
             }
         } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "could not read the purchase of Idempotency-Key " + key + " while stopping", e);
+            LOG.log(Level.WARNING, "could not read the purchase of Idempotency-Key " + key, e);
         } finally {
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
         }
-        return Reply.json(202, Map.of("idempotencyKey", key, "state", "PENDING",
-                "detail", "The server stopped while this purchase ran; retry with the same Idempotency-Key to learn its outcome"),
-                null);
+        return answers.unknown(key, now);
     }
 
-    /** The purchase a stored pending answer was about, as it stands now. */
-    private Reply current(Reply pending) {
+    /** The purchase a stored pending answer is about, as it stands now; empty when it names none. */
+    private Optional<Reply> now(Reply pending) {
         String location = pending.location();
-        return location == null ? pending : current(location.substring(location.lastIndexOf('/') + 1));
+        return location == null ? Optional.empty() : now(location.substring(location.lastIndexOf('/') + 1));
     }
 
     /** The purchase's answer as it stands now ({@link PurchaseAnswers#current}). */
-    private Reply current(String id) {
-        return PurchaseAnswers.current(purchases.find(id).orElseThrow());
+    private Optional<Reply> now(String id) {
+        return Optional.of(PurchaseAnswers.current(purchases.find(id).orElseThrow()));
     }
 
     private void cancel(ServerRequest request, ServerResponse response) {
