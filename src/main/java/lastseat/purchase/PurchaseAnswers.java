@@ -175,8 +175,9 @@ final class PurchaseAnswers {
 
     /**
      * 202 for a purchase whose payment may have left and whose outcome cannot be told now (the server
-     * stops): {@code now} is the purchase as it stands when it could be read; otherwise "not known yet,
-     * ask again with the same key". Never a refusal: that would say nothing was charged.
+     * stops, a failure nobody expected, its state cannot be read): {@code now} is the purchase as it
+     * stands when it could be read; otherwise "not known yet, ask again with the same key". Never a
+     * refusal: that would say nothing was charged.
      */
     Answer unknown(String key, Optional<Reply> now) {
         return new Answer(now.orElseGet(() -> Reply.json(202, Map.of("idempotencyKey", key, "state", "PENDING",

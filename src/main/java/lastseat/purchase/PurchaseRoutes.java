@@ -43,6 +43,12 @@ import java.util.logging.Logger;
  * by the database. Every answer to {@code POST /purchases} — an outcome, a refusal of its input or
  * key, or a failure that escaped — is made in {@link PurchaseAnswers} and sent and counted once, in
  * {@link #send}; nothing is left to the routing's error handler.
+ *
+ * <p>Hazard — the money rule at the edge: once a purchase's reservation is made, PAYING may be
+ * written and its payment may leave (the reconciler sends the charge again for a purchase it finds
+ * PAYING). From then on, and for any request whose key's earlier purchase may have been charged (a
+ * replay, a resume), a failure is answered 202 "not known yet, ask again", never a refusal: a refusal
+ * tells the buyer nothing was charged.
  */
 public final class PurchaseRoutes implements HttpService {
     private static final Logger LOG = Logger.getLogger(PurchaseRoutes.class.getName());
@@ -98,17 +104,23 @@ public final class PurchaseRoutes implements HttpService {
 
     private void purchase(ServerRequest request, ServerResponse response) {
         long arrived = System.nanoTime();
+        Reach reach = new Reach();
         PurchaseAnswers.Answer answer;
         try {
-            answer = purchase(request, arrived);
-        } catch (RuntimeException e) {
-            // The body, the key's claim, a read before the flow: answered and counted like every other answer.
-            answer = answers.failed(e);
+            answer = purchase(request, arrived, reach);
+        } catch (RuntimeException | Error e) {
+            if (reach.reserved()) {
+                // Only a failure while a 202 was being made gets here: it must still be a 202.
+                LOG.log(Level.SEVERE, "purchase failed after its reservation; answered 202, it stays for recovery", e);
+                answer = answers.unknown(reach.key(), Optional.empty());
+            } else {
+                answer = answers.failed(e);
+            }
         }
         send(answer, response, arrived);
     }
 
-    private PurchaseAnswers.Answer purchase(ServerRequest request, long arrived) {
+    private PurchaseAnswers.Answer purchase(ServerRequest request, long arrived, Reach reach) {
         Deadline deadline = Deadline.after(config.deadline(), arrived);
         IdempotencyKeys.Header header = IdempotencyKeys.require(request.headers().first(IDEMPOTENCY_KEY));
         if (!(header instanceof IdempotencyKeys.Header.Valid(String key))) {
@@ -128,11 +140,11 @@ public final class PurchaseRoutes implements HttpService {
         }
         // The client's slot is held until the answer is decided, on every way out.
         try (ClientLimits.Slot held = slot.get()) {
-            return admitAndRun(key, body, order, deadline, arrived);
+            return admitAndRun(key, body, order, deadline, arrived, reach);
         }
     }
 
-    private PurchaseAnswers.Answer admitAndRun(String key, byte[] body, Order order, Deadline deadline, long arrived) {
+    private PurchaseAnswers.Answer admitAndRun(String key, byte[] body, Order order, Deadline deadline, long arrived, Reach reach) {
         // Admission comes after every 4xx about the input (a bad request is answered the same way under
         // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
         Optional<Admission.Permit> claimed;
@@ -153,7 +165,27 @@ public final class PurchaseRoutes implements HttpService {
         // unexpected failure or the interrupt. It is back before the answer is written, so a client that
         // has its answer can count on the place being free.
         try (Admission.Permit permit = claimed.get()) {
-            return admitted(key, body, order, deadline, progress(permit));
+            return admitted(key, body, order, deadline, progress(permit), reach);
+        }
+    }
+
+    /**
+     * How far one request's purchase got: once its reservation is made, PAYING may be written and its
+     * payment may leave, so from then on no failure may be answered as a refusal.
+     */
+    private static final class Reach {
+        private volatile String key;
+
+        void reserved(String key) {
+            this.key = key;
+        }
+
+        boolean reserved() {
+            return key != null;
+        }
+
+        String key() {
+            return key;
         }
     }
 
@@ -244,8 +276,9 @@ public final class PurchaseRoutes implements HttpService {
                 end(key, keys.forget(client, key, fresh.token()));
                 yield Optional.empty();
             }
-            // Its process stopped before answering; the retry that has a place resumes it.
-            case IdempotencyKeys.Claim.Abandoned abandoned -> Optional.empty();
+            // Its process stopped before answering, and the seats gone may be its own purchase's, paid for:
+            // never "seats taken". The retry that has a place resumes it.
+            case IdempotencyKeys.Claim.Abandoned abandoned -> Optional.of(new Turn.Told(answers.inFlight(key)));
             default -> Optional.of(new Turn.Told(answered(key, claim)));
         };
     }
@@ -361,16 +394,16 @@ public final class PurchaseRoutes implements HttpService {
 
     /** {@link #admitted} as a request with a place runs it: for tests that send a key's retries without a server. */
     PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline) {
-        return admitted(key, body, order, deadline, PurchaseFlow.Progress.NONE);
+        return admitted(key, body, order, deadline, PurchaseFlow.Progress.NONE, new Reach());
     }
 
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
     private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline,
-                                            PurchaseFlow.Progress progress) {
+                                            PurchaseFlow.Progress progress, Reach reach) {
         IdempotencyKeys.Claim claim = keys.claim(order.client(), key, IdempotencyKeys.fingerprint(body));
         return switch (claim) {
-            case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress);
-            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress);
+            case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress, reach);
+            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress, reach);
             default -> answered(key, claim);
         };
     }
@@ -378,7 +411,7 @@ public final class PurchaseRoutes implements HttpService {
     /** A key used before: its stored answer replayed, or why it cannot be run now. */
     private PurchaseAnswers.Answer answered(String key, IdempotencyKeys.Claim claim) {
         if (claim instanceof IdempotencyKeys.Claim.Replay(Reply stored)) {
-            // A pending answer is not final: the retry is told where the purchase stands now.
+            // A pending answer is not final: the retry is told where the purchase stands now, when that can be read.
             return answers.replayed(stored, stored.status() == 202 ? now(stored) : Optional.empty());
         }
         return answers.of(claim, key);
@@ -388,41 +421,61 @@ public final class PurchaseRoutes implements HttpService {
      * A retry of a request whose process stopped before answering. Where its purchase got to decides:
      * still moving (recovery has not reached it) → 409, retry later; paid or pending → its current
      * state, stored for the key; never started, released or expired (nothing charged) → run afresh.
+     * Its earlier request may have been charged, so a failure to tell is 202, "ask again".
      */
     private PurchaseAnswers.Answer resume(String key, IdempotencyKeys.Claim.Abandoned abandoned, Order order, Deadline deadline,
-                                          PurchaseFlow.Progress progress) {
-        Optional<String> id = purchases.byKey(order.client(), key);
-        Optional<PurchaseState> state = id.flatMap(purchases::stateOf);
-        if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
-            return answers.inFlight(key);
+                                          PurchaseFlow.Progress progress, Reach reach) {
+        Optional<String> id;
+        Optional<PurchaseState> state;
+        Optional<String> token;
+        try {
+            id = purchases.byKey(order.client(), key);
+            state = id.flatMap(purchases::stateOf);
+            if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
+                return answers.inFlight(key);
+            }
+            token = keys.takeOver(order.client(), key, abandoned.claimedAt());
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "could not resume Idempotency-Key " + key + "; answered 202, ask again", e);
+            return answers.unknown(key, Optional.empty());
         }
-        Optional<String> token = keys.takeOver(order.client(), key, abandoned.claimedAt());
         if (token.isEmpty()) {
             return answers.inFlight(key);
         }
         if (state.isEmpty() || state.get().leavesNothing()) {
-            return runFresh(key, token.get(), order, deadline, progress);
+            return runFresh(key, token.get(), order, deadline, progress, reach);
         }
-        Reply reply = now(id.get()).orElseThrow();
-        end(key, keys.complete(order.client(), key, token.get(), reply));
-        return answers.resumed(reply);
+        Optional<Reply> now = now(id.get());
+        if (now.isEmpty()) {
+            // The key stays in flight with this claim: the key-keeper, or a retry after abandoned-after, settles it.
+            return answers.unknown(key, Optional.empty());
+        }
+        store(key, order.client(), token.get(), now.get());
+        return answers.resumed(now.get());
     }
 
     PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline) {
-        return runFresh(key, token, order, deadline, PurchaseFlow.Progress.NONE);
+        return runFresh(key, token, order, deadline, PurchaseFlow.Progress.NONE, new Reach());
     }
 
-    private PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline, PurchaseFlow.Progress progress) {
+    private PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline, PurchaseFlow.Progress progress,
+                                            Reach reach) {
         PurchaseAnswers.Answer answer;
         try {
-            answer = answers.of(flow.purchase(order, deadline, progress));
+            answer = answers.of(flow.purchase(order, deadline, watched(progress, reach, key)));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             // The server is stopping past its grace, and the payment may have left: never "nothing was
             // charged". The key stays in flight; recovery settles the purchase and the key's retry tells it.
             return unknown(order.client(), key);
-        } catch (RuntimeException e) {
-            // The flow lets a failure out only when nothing was reserved.
+        } catch (RuntimeException | Error e) {
+            if (reach.reserved()) {
+                // The flow lets out only what nobody expected (an Error, such as running out of memory),
+                // and its payment may have left: 202, and the key stays in flight until recovery has ended it.
+                LOG.log(Level.SEVERE, "purchase with Idempotency-Key " + key + " failed after its reservation; answered 202, "
+                                      + "it stays for recovery", e);
+                return unknown(order.client(), key);
+            }
             answer = answers.failed(e);
         }
         Reply reply = answer.reply();
@@ -436,6 +489,22 @@ public final class PurchaseRoutes implements HttpService {
             store(key, order.client(), token, reply);
         }
         return answer;
+    }
+
+    /** The flow's progress, marking on {@code reach} that the reservation was made before anything else hears of it. */
+    private static PurchaseFlow.Progress watched(PurchaseFlow.Progress progress, Reach reach, String key) {
+        return new PurchaseFlow.Progress() {
+            @Override
+            public void reserved() {
+                reach.reserved(key);
+                progress.reserved();
+            }
+
+            @Override
+            public void paying() {
+                progress.paying();
+            }
+        };
     }
 
     /** Stores {@code reply} for the key; if that fails the buyer still gets it, and the key stays in flight. */
@@ -460,9 +529,9 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /**
-     * 202 for a purchase cut by the server's stop, whose payment may have left: the purchase as it
-     * stands when it can be read, read with the interrupt cleared (and set again), else "not known
-     * yet, ask again".
+     * 202 for a purchase whose payment may have left and whose end is not known here (the server
+     * stops, a failure nobody expected): the purchase as it stands when it can be read, read with the
+     * interrupt cleared (and set again), else "not known yet, ask again".
      */
     private PurchaseAnswers.Answer unknown(String client, String key) {
         boolean interrupted = Thread.interrupted();
@@ -472,7 +541,8 @@ public final class PurchaseRoutes implements HttpService {
             if (id.isPresent()) {
                 now = now(id.get());
             }
-        } catch (RuntimeException e) {
+        } catch (RuntimeException | Error e) {
+            // Even an Error here must not turn the answer into a refusal: the 202 below needs no read.
             LOG.log(Level.WARNING, "could not read the purchase of Idempotency-Key " + key, e);
         } finally {
             if (interrupted) {
@@ -482,15 +552,24 @@ public final class PurchaseRoutes implements HttpService {
         return answers.unknown(key, now);
     }
 
-    /** The purchase a stored pending answer is about, as it stands now; empty when it names none. */
+    /** The purchase a stored pending answer is about, as it stands now; empty when it names none or cannot be read. */
     private Optional<Reply> now(Reply pending) {
         String location = pending.location();
         return location == null ? Optional.empty() : now(location.substring(location.lastIndexOf('/') + 1));
     }
 
-    /** The purchase's answer as it stands now ({@link PurchaseAnswers#current}). */
+    /**
+     * The purchase's answer as it stands now ({@link PurchaseAnswers#current}); empty when it cannot be
+     * read. Its payment may have been taken, so a failed read leaves the caller to answer with what it
+     * knows (a stored 202, "ask again"), never with the failure's own problem.
+     */
     private Optional<Reply> now(String id) {
-        return Optional.of(PurchaseAnswers.current(purchases.find(id).orElseThrow()));
+        try {
+            return purchases.find(id).map(PurchaseAnswers::current);
+        } catch (RuntimeException | Error e) {
+            LOG.log(Level.WARNING, "could not read purchase " + id + " to tell where it stands; answered with what is known", e);
+            return Optional.empty();
+        }
     }
 
     private void cancel(ServerRequest request, ServerResponse response) {
