@@ -169,8 +169,10 @@ final class PurchaseAnswers {
      * read, or the flow before its reservation): its problem, by {@link Edge}'s one mapping, tagged by its kind.
      */
     Answer failed(Throwable failure) {
+        // About the request: a retry's key may have been charged by its earlier request, so no word of "nothing charged".
         return problem(edge.problemFor(failure, INSTANCE,
-                "The purchase failed unexpectedly before any payment could start: nothing was charged; try again"));
+                "The request failed unexpectedly before this request could start a payment; send it again with the same "
+                + "Idempotency-Key"));
     }
 
     /**
