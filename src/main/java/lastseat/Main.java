@@ -3,10 +3,6 @@ package lastseat;
 import io.helidon.config.Config;
 import io.helidon.health.HealthCheck;
 import io.helidon.http.DirectHandler;
-import io.helidon.http.HeaderNames;
-import io.helidon.http.HttpException;
-import io.helidon.http.ServerResponseHeaders;
-import io.helidon.http.Status;
 import io.helidon.health.HealthCheckResponse;
 import io.helidon.health.HealthCheckType;
 import io.helidon.logging.common.LogConfig;
@@ -17,8 +13,6 @@ import io.helidon.openapi.OpenApiFeature;
 import io.helidon.webserver.WebServer;
 import io.helidon.webserver.http.HttpRouting;
 import io.helidon.webserver.http.HttpRules;
-import io.helidon.webserver.http.ServerRequest;
-import io.helidon.webserver.http.ServerResponse;
 import io.helidon.webserver.observe.ObserveFeature;
 import io.helidon.webserver.observe.health.HealthObserver;
 import io.helidon.webserver.observe.metrics.MetricsObserver;
@@ -27,10 +21,7 @@ import lastseat.access.AccessFilter;
 import lastseat.db.DatabaseBusy;
 import lastseat.inventory.NewEvent;
 import lastseat.outbox.OutboxQuery;
-import lastseat.web.Failures;
-import lastseat.web.Json;
-import lastseat.web.Problem;
-import lastseat.web.Reply;
+import lastseat.web.Edge;
 
 import java.math.BigDecimal;
 import java.util.List;
@@ -101,7 +92,7 @@ public final class Main {
                     .shutdownGracePeriod(services.config().drainPeriod())
                     // lastseat's own hook drains, then closes the pool; Helidon's would stop the server alongside it.
                     .shutdownHook(false)
-                    .directHandlers(handlers -> handlers.addHandler(DirectHandler.EventType.BAD_REQUEST, Main::transportError))
+                    .directHandlers(handlers -> handlers.addHandler(DirectHandler.EventType.BAD_REQUEST, edge(services)::transport))
                     .putSocket(ADMIN, socket -> socket.port(services.config().access().adminPort())
                             .host(services.config().access().adminHost()))
                     .addFeature(ObserveFeature.builder()
@@ -128,13 +119,19 @@ public final class Main {
 
     /**
      * The public port's routing: {@link AccessFilter}'s table, the {@link #publicRoutes}, and the one
-     * error-mapping chain (every error leaves as problem+json). {@code GET /openapi} is added beside them by
-     * the OpenAPI feature.
+     * error mapping ({@link Edge}: every error leaves as problem+json). {@code GET /openapi} is added beside
+     * them by the OpenAPI feature.
      */
     public static void routing(HttpRouting.Builder routing, Services services) {
-        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC));
+        Edge edge = edge(services);
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC, edge));
         publicRoutes(routing, services);
-        errors(routing);
+        edge.errors(routing);
+    }
+
+    /** The web edge's one mapper, with the Retry-After of every 503 and 429 ({@code purchase.retry-after}). */
+    private static Edge edge(Services services) {
+        return new Edge(services.config().purchase().retryAfter());
     }
 
     /**
@@ -158,70 +155,15 @@ public final class Main {
 
     /** The admin port's routes, the operator's only (and /observe/health and the /ops/ page's files, which need no key). */
     public static void adminRouting(HttpRouting.Builder routing, Services services) {
-        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.ADMIN))
+        Edge edge = edge(services);
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.ADMIN, edge))
                .register("/drills", services.drillRoutes())
                .register("/outbox", services.outboxRoutes())
                .register("/admin", services.adminRoutes())
                .register("/ops/api", services.opsRoutes())
                // The page itself holds no data: it is served to anyone; what it reads needs the operator's key.
                .register("/ops", StaticContentService.builder("ops").welcomeFileName("index.html").build());
-        errors(routing);
-    }
-
-    private static void errors(HttpRouting.Builder routing) {
-        routing.error(Problem.class, Main::problem)
-               .error(HttpException.class, Main::http)
-               .error(Exception.class, Main::unexpected);
-    }
-
-    /** Helidon's own refusals in routing (no route, ...): the status stays, its message goes to the log only. */
-    private static void http(ServerRequest request, ServerResponse response, HttpException e) {
-        int status = e.status().code();
-        LOG.log(Level.FINE, () -> "answered " + status + " on " + request.path().absolute().path() + ": " + e.getMessage());
-        String kind = status == 404 ? "not-found" : "http-" + status;
-        String detail = status == 404 ? "There is no resource at " + request.path().absolute().path()
-                : "The request was refused (" + status + " " + e.status().reasonPhrase() + ")";
-        problem(request, response, new Problem(status, kind, e.status().reasonPhrase(), detail));
-    }
-
-    /**
-     * Errors Helidon raises before routing (a body over server.max-payload-size, a broken request line or
-     * header). Helidon's message names its parser's findings in its own words, and may quote what was
-     * sent: it goes to the log, and the answer says what went wrong in ours.
-     */
-    private static DirectHandler.TransportResponse transportError(DirectHandler.TransportRequest request,
-                                                                  DirectHandler.EventType type, Status status,
-                                                                  ServerResponseHeaders headers, String message) {
-        LOG.log(Level.FINE, () -> "refused a request before routing with " + status.code() + ": " + message);
-        Problem problem = switch (status.code()) {
-            case 413 -> new Problem(413, "body-too-large", "Payload too large", "The request body is larger than the server accepts");
-            case 414 -> new Problem(414, "uri-too-long", status.reasonPhrase(), "The request's path and query are longer than the server accepts");
-            case 431 -> new Problem(431, "headers-too-large", status.reasonPhrase(), "The request's headers are larger than the server accepts");
-            default -> new Problem(status.code(), "bad-request", status.reasonPhrase(),
-                                   "The request could not be read as HTTP: check its request line, headers and length");
-        };
-        return DirectHandler.TransportResponse.builder()
-                .status(status)
-                .headers(headers)
-                .header(HeaderNames.CONTENT_TYPE, Reply.PROBLEM_JSON)
-                .entity(Json.bytes(problem.body(request.path())))
-                .build();
-    }
-
-    private static void problem(ServerRequest request, ServerResponse response, Problem problem) {
-        Reply.problem(problem, request.path().absolute().path()).send(response);
-    }
-
-    /** Anything else: the caller is told only what it may rely on (Failures); the log keeps the exception. */
-    private static void unexpected(ServerRequest request, ServerResponse response, Exception e) {
-        if (e instanceof DatabaseBusy) {
-            // Overload, not a fault: every refused request would log it at once.
-            LOG.log(Level.FINE, "database busy on " + request.path().absolute().path(), e);
-        } else {
-            LOG.log(Level.SEVERE, "unexpected failure on " + request.path().absolute().path(), e);
-        }
-        problem(request, response, Failures.problemFor(e, "The request failed unexpectedly; try again, or tell the operator "
-                                                          + "if it keeps failing"));
+        edge.errors(routing);
     }
 
     private static HealthCheck database(Services services) {

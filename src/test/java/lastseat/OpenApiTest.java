@@ -58,8 +58,8 @@ import static org.assertj.core.api.Assertions.assertThat;
  * not-found}), let through (not 401 or 403), and answer a status, and a problem kind, that the document lists
  * for it. This catches a path template that reads well but is not what Helidon matches.</li>
  * <li><b>The problem kinds</b> are read from the sources under {@code src/main/java}: every {@code new
- * Problem(status, "kind", ...)}, {@code Problem.badRequest("kind", ...)}, {@code Problem.notFound("kind", ...)},
- * and {@link AccessFilter}'s {@code refuse(..., status, "kind", ...)}. A kind the scan cannot read (a
+ * Problem(status, "kind", ...)}, {@code Problem.badRequest("kind", ...)} and {@code Problem.notFound("kind", ...)}
+ * (every problem is one of these, made into its answer by {@code web.Edge}). A kind the scan cannot read (a
  * {@code new Problem} whose kind is not a string literal) must be one of the few known forwarders below, or
  * the test fails and asks to be taught: that is what keeps the scan from going blind as the code grows. Kinds
  * found only in the admin port's routes ({@link #ADMIN_ONLY}) are not the public API's and must not be in the
@@ -494,25 +494,20 @@ class OpenApiTest {
     private static final Pattern NEW_PROBLEM = Pattern.compile("\\bnew\\s+Problem\\s*\\(\\s*([^,]*?)\\s*,\\s*(" + LITERAL + "|[^,)]*)");
     /** {@code Problem.badRequest(kind, ...)}, {@code Problem.notFound(kind, ...)}. */
     private static final Pattern FACTORY = Pattern.compile("\\bProblem\\s*\\.\\s*(badRequest|notFound)\\s*\\(\\s*(" + LITERAL + "|[^,)]*)");
-    /** AccessFilter's {@code refuse(request, response, status, kind, ...)}. */
-    private static final Pattern REFUSE = Pattern.compile("\\brefuse\\s*\\(\\s*[^,]*,\\s*[^,]*,\\s*([^,]*?)\\s*,\\s*(" + LITERAL + "|[^,)]*)");
-
     /**
      * The places that build a problem from a kind they are given rather than a literal, and how many such
-     * {@code new Problem} each has: Problem's factories (their callers are read by {@link #FACTORY}),
-     * AccessFilter's {@code refuse} (read by {@link #REFUSE}), and Main's answer to Helidon's own
-     * {@code HttpException}s, whose kinds are in {@link #MAIN_HTTP_KINDS}.
+     * {@code new Problem} each has: Problem's factories (their callers are read by {@link #FACTORY}), and the
+     * edge's answer to Helidon's own {@code HttpException}s, whose kinds are in {@link #EDGE_HTTP_KINDS}.
      */
     private static final Map<String, Integer> FORWARDERS = Map.of("lastseat/web/Problem.java", 2,
-                                                                 "lastseat/access/AccessFilter.java", 1,
-                                                                 "lastseat/Main.java", 1);
+                                                                 "lastseat/web/Edge.java", 1);
 
     /**
-     * Main answers an {@code HttpException} of Helidon's as {@code not-found} (404: no route) or
+     * The edge answers an {@code HttpException} of Helidon's as {@code not-found} (404: no route) or
      * {@code http-<status>}; on the public port the one other that Helidon raises is the OpenAPI feature's 400 for
      * a {@code ?format=} it does not know.
      */
-    private static final Map<String, Integer> MAIN_HTTP_KINDS = Map.of("not-found", 404, "http-400", 400);
+    private static final Map<String, Integer> EDGE_HTTP_KINDS = Map.of("not-found", 404, "http-400", 400);
 
     record Kinds(Map<String, Set<Integer>> publicKinds, Set<String> adminOnly) {
     }
@@ -559,20 +554,10 @@ class OpenApiTest {
                     unreadable.add(name + ":" + line(code, m.start()) + " Problem." + m.group(1) + "(" + m.group(2) + ", ...)");
                 }
             }
-            if (name.equals("lastseat/access/AccessFilter.java")) {
-                m = REFUSE.matcher(code);
-                while (m.find()) {
-                    if (m.group(2).startsWith("\"")) {
-                        add(into, unquote(m.group(2)), status(m.group(1)));
-                    } else if (!m.group(2).equals("String kind")) {
-                        unreadable.add(name + ":" + line(code, m.start()) + " refuse(..., " + m.group(2) + ", ...)");
-                    }
-                }
-            }
-            if (name.equals("lastseat/Main.java")) {
-                assertThat(code).as("Main still names HttpException kinds not-found and http-<status>")
+            if (name.equals("lastseat/web/Edge.java")) {
+                assertThat(code).as("Edge still names HttpException kinds not-found and http-<status>")
                         .contains("\"not-found\"").contains("\"http-\"");
-                MAIN_HTTP_KINDS.forEach((kind, status) -> add(into, kind, status));
+                EDGE_HTTP_KINDS.forEach((kind, status) -> add(into, kind, status));
             }
         }
 

@@ -7,8 +7,8 @@ import io.helidon.webserver.http.Filter;
 import io.helidon.webserver.http.FilterChain;
 import io.helidon.webserver.http.RoutingRequest;
 import io.helidon.webserver.http.RoutingResponse;
+import lastseat.web.Edge;
 import lastseat.web.Problem;
-import lastseat.web.Reply;
 
 import java.util.Locale;
 import java.util.Optional;
@@ -22,7 +22,8 @@ import java.util.regex.Pattern;
  * and forgotten here is closed, not open). No key, or a key that is malformed, unknown or revoked: 401
  * with {@code WWW-Authenticate: Bearer}. A key whose role the route does not take: 403. Otherwise the
  * {@link Caller} is registered in the request's context and the route runs; which purchases a client sees
- * is the route's business (another client's purchase is 404 there).
+ * is the route's business (another client's purchase is 404 there). A refusal is handed to {@link Edge},
+ * which makes every problem answer; only the {@code WWW-Authenticate} challenge is this filter's own.
  *
  * <p>Hazard: the table matches the path as the server routes it; a pattern here that is wider than the
  * route it means (a prefix instead of a whole segment) opens whatever else starts the same way.
@@ -49,10 +50,12 @@ public final class AccessFilter implements Filter {
 
     private final ApiKeys keys;
     private final Socket socket;
+    private final Edge edge;
 
-    public AccessFilter(ApiKeys keys, Socket socket) {
+    public AccessFilter(ApiKeys keys, Socket socket, Edge edge) {
         this.keys = keys;
         this.socket = socket;
+        this.edge = edge;
     }
 
     /** The table: what {@code method path} on {@code socket} needs. */
@@ -97,20 +100,20 @@ public final class AccessFilter implements Filter {
         }
         Optional<String> presented = request.headers().first(HeaderNames.AUTHORIZATION).flatMap(AccessFilter::bearer);
         if (presented.isEmpty()) {
-            refuse(request, response, 401, "unauthorized", "Unauthorized",
-                   "Send an API key: Authorization: Bearer <key>", "Bearer realm=\"lastseat\"");
+            refuse(request, response, new Problem(401, "unauthorized", "Unauthorized", "Send an API key: Authorization: Bearer <key>"),
+                   "Bearer realm=\"lastseat\"");
             return;
         }
         Optional<Caller> caller = keys.caller(presented.get());
         if (caller.isEmpty()) {
-            refuse(request, response, 401, "unauthorized", "Unauthorized", "The API key is not valid (unknown or revoked)",
+            refuse(request, response, new Problem(401, "unauthorized", "Unauthorized", "The API key is not valid (unknown or revoked)"),
                    "Bearer realm=\"lastseat\", error=\"invalid_token\"");
             return;
         }
         if (!need.admits(caller.get().role())) {
-            refuse(request, response, 403, "forbidden", "Forbidden",
+            refuse(request, response, new Problem(403, "forbidden", "Forbidden",
                    (caller.get().operator() ? "An operator" : "A client") + " key may not " + request.prologue().method().text() + " "
-                   + (socket == Socket.ADMIN ? "this admin route" : "this route"), null);
+                   + (socket == Socket.ADMIN ? "this admin route" : "this route")), null);
             return;
         }
         request.context().register(caller.get());
@@ -127,11 +130,10 @@ public final class AccessFilter implements Filter {
         return token.isEmpty() ? Optional.empty() : Optional.of(token);
     }
 
-    private static void refuse(RoutingRequest request, RoutingResponse response, int status, String kind, String title,
-                               String detail, String challenge) {
+    private void refuse(RoutingRequest request, RoutingResponse response, Problem refusal, String challenge) {
         if (challenge != null) {
             response.header(WWW_AUTHENTICATE, challenge);
         }
-        Reply.problem(new Problem(status, kind, title, detail), request.path().absolute().path()).send(response);
+        edge.send(refusal, request.path().absolute().path(), response);
     }
 }

@@ -3,7 +3,6 @@ package lastseat.idempotency;
 import lastseat.db.Database;
 import lastseat.db.Sql;
 import lastseat.purchase.PurchaseState;
-import lastseat.web.Problem;
 import lastseat.web.Reply;
 
 import java.nio.charset.StandardCharsets;
@@ -79,14 +78,27 @@ public final class IdempotencyKeys {
         }
     }
 
-    public static String require(Optional<String> header) {
-        String key = header.orElseThrow(() -> Problem.badRequest("idempotency-key-missing",
-                "The Idempotency-Key header is required: send a unique value per purchase and reuse it when you retry"));
-        if (!KEY.matcher(key).matches()) {
-            throw Problem.badRequest("idempotency-key-invalid",
-                    "The Idempotency-Key must be 1-255 visible ASCII characters without spaces");
+    /** What a request's {@code Idempotency-Key} header holds: a key a purchase can use, or why it has none. */
+    public sealed interface Header {
+        /** 1-255 visible ASCII characters. */
+        record Valid(String key) implements Header {
         }
-        return key;
+
+        /** No header. */
+        record Missing() implements Header {
+        }
+
+        /** A header that is not a key (empty, too long, a space or a control character in it). */
+        record Malformed() implements Header {
+        }
+    }
+
+    /** The key in {@code header} (the header's first value), or why there is none. */
+    public static Header require(Optional<String> header) {
+        if (header.isEmpty()) {
+            return new Header.Missing();
+        }
+        return KEY.matcher(header.get()).matches() ? new Header.Valid(header.get()) : new Header.Malformed();
     }
 
     public static String fingerprint(byte[] body) {

@@ -1,6 +1,6 @@
 package lastseat.inventory;
 
-import lastseat.web.Problem;
+import lastseat.input.InvalidInput;
 import lastseat.web.Text;
 
 import java.math.BigDecimal;
@@ -21,31 +21,31 @@ public record NewEvent(String id, String name, List<String> seats, Integer capac
     public record Valid(String id, String name, List<String> labels, BigDecimal price, String currency) {
     }
 
-    /** This event, checked: a 400 problem names the first bad field. */
+    /** This event, checked; else {@link InvalidInput} names the first bad field (the edge answers it 400). */
     public Valid valid(int maxCapacity) {
         return new Valid(id, name, validSeats(maxCapacity), price, currency);
     }
 
-    /** The seat labels in order, after checking every field; a 400 problem names the first bad one. */
+    /** The seat labels in order, after checking every field; else {@link InvalidInput} names the first bad one. */
     private List<String> validSeats(int maxCapacity) {
         if (Text.checked("id", id, 64) != null && !ID.matcher(id).matches()) {
-            throw Problem.badRequest("invalid-field", "id must be 1-64 lowercase letters, digits or '-'");
+            throw new InvalidInput("id must be 1-64 lowercase letters, digits or '-'");
         }
         if (Text.checked("name", name, 200) == null || name.isBlank()) {
-            throw Problem.badRequest("invalid-field", "name is required (1-200 characters)");
+            throw new InvalidInput("name is required (1-200 characters)");
         }
         if (price == null || price.signum() < 0 || price.scale() > 2 || price.compareTo(new BigDecimal("1000000")) >= 0) {
-            throw Problem.badRequest("invalid-field", "price must be a decimal string or number from 0 to 999999.99 with at most 2 decimals");
+            throw new InvalidInput("price must be a decimal string or number from 0 to 999999.99 with at most 2 decimals");
         }
         if (Text.checked("currency", currency, 3) == null || !CURRENCY.matcher(currency).matches()) {
-            throw Problem.badRequest("invalid-field", "currency must be three capital letters (ISO 4217), e.g. EUR");
+            throw new InvalidInput("currency must be three capital letters (ISO 4217), e.g. EUR");
         }
         if ((seats == null) == (capacity == null)) {
-            throw Problem.badRequest("invalid-field", "give either seats (a list of labels) or capacity (a number), not both");
+            throw new InvalidInput("give either seats (a list of labels) or capacity (a number), not both");
         }
         if (capacity != null) {
             if (capacity < 1 || capacity > maxCapacity) {
-                throw Problem.badRequest("invalid-field", "capacity must be from 1 to " + maxCapacity);
+                throw new InvalidInput("capacity must be from 1 to " + maxCapacity);
             }
             List<String> labels = new ArrayList<>(capacity);
             for (int i = 1; i <= capacity; i++) {

@@ -1,6 +1,6 @@
 package lastseat.inventory;
 
-import lastseat.web.Problem;
+import lastseat.input.InvalidInput;
 import lastseat.web.Text;
 
 import java.util.HashSet;
@@ -18,19 +18,19 @@ public final class SeatLabels {
     private SeatLabels() {
     }
 
-    /** {@code labels} as an unmodifiable list once checked; a 400 {@code invalid-field} names the first fault. */
+    /** {@code labels} as an unmodifiable list once checked; else {@link InvalidInput} names the first fault. */
     public static List<String> checked(List<String> labels, int max) {
         if (labels.isEmpty() || labels.size() > max) {
-            throw Problem.badRequest("invalid-field", "seats must list from 1 to " + max + " seat labels");
+            throw new InvalidInput("seats must list from 1 to " + max + " seat labels");
         }
         var seen = new HashSet<String>();
         for (int i = 0; i < labels.size(); i++) {
             String label = Text.checked("seats[" + i + "]", labels.get(i), 16);
             if (label == null || !LABEL.matcher(label).matches()) {
-                throw Problem.badRequest("invalid-field", "seat labels are 1-16 letters, digits, '_' or '-', starting with a letter or digit");
+                throw new InvalidInput("seat labels are 1-16 letters, digits, '_' or '-', starting with a letter or digit");
             }
             if (!seen.add(label)) {
-                throw Problem.badRequest("invalid-field", "seat " + label + " is listed twice");
+                throw new InvalidInput("seat " + label + " is listed twice");
             }
         }
         return List.copyOf(labels);

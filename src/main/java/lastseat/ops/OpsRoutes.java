@@ -35,7 +35,8 @@ import java.util.Optional;
  * dead outbox rows, each with its age).
  *
  * <p>Hazard: a stream holds its request's thread (a virtual one) and one of {@code ops.max-streams}
- * places until the viewer leaves or the server stops; past the places, 503 with Retry-After.
+ * places until the viewer leaves or the server stops; past the places, 503 (with the Retry-After of
+ * every 503, {@code purchase.retry-after}).
  */
 public final class OpsRoutes implements HttpService, AutoCloseable {
     private static final int MAX_WAITING = 100;
@@ -71,9 +72,9 @@ public final class OpsRoutes implements HttpService, AutoCloseable {
         }
         Optional<SeatWatch.Viewer> watching = watch.watch(id);
         if (watching.isEmpty()) {
+            // Its Retry-After is the edge's rule for every 503, not this route's to choose.
             throw new Problem(503, "too-many-streams", "Too many streams",
-                              "This server already streams " + config.maxStreams() + " seat maps; try again after Retry-After",
-                              Map.of(), Duration.ofSeconds(5), null);
+                              "This server already streams " + config.maxStreams() + " seat maps; try again after Retry-After");
         }
         try (SeatWatch.Viewer viewer = watching.get(); SseSink sink = response.sink(SseSink.TYPE)) {
             while (true) {

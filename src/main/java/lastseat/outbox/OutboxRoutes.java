@@ -52,7 +52,7 @@ public final class OutboxRoutes implements HttpService {
             case OutboxWorker.Retry.Queued queued -> Reply.json(200, Item.of(queued.row()), null).send(response);
             case OutboxWorker.Retry.NotDead notDead -> throw new Problem(409, "outbox-row-not-dead", "Not dead",
                     "Outbox row " + id + " is " + notDead.state() + "; only a DEAD row can be retried",
-                    java.util.Map.of("state", notDead.state()), null, null);
+                    java.util.Map.of("state", notDead.state()));
             case OutboxWorker.Retry.Unknown unknown -> throw Problem.notFound("unknown-outbox-row", "There is no outbox row " + id);
         }
     }

@@ -14,7 +14,6 @@ import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
 import lastseat.web.Bodies;
-import lastseat.web.Failures;
 import lastseat.web.Json;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
@@ -42,12 +41,21 @@ import java.util.logging.Logger;
  * second purchase or charge. At most {@code purchase.max-in-flight} purchases run at once in this
  * process ({@link Admission}); past that a purchase is answered 503 with {@code Retry-After} at once,
  * having changed nothing. That cap is per instance and protects only this process; seats are decided
- * by the database. Every outcome becomes its answer in {@link PurchaseAnswers}, nowhere else.
+ * by the database. Every answer to {@code POST /purchases} — an outcome, a refusal of its input or
+ * key, or a failure that escaped — is made in {@link PurchaseAnswers} and sent and counted once, in
+ * {@link #send}; nothing is left to the routing's error handler.
+ *
+ * <p>Hazard — the money rule at the edge: once a purchase's reservation is made, PAYING may be
+ * written and its payment may leave (the reconciler sends the charge again for a purchase it finds
+ * PAYING). From then on, and for any request whose key's earlier purchase may have been charged (a
+ * replay, a resume), a failure is answered 202 "not known yet, ask again", never a refusal: a refusal
+ * tells the buyer nothing was charged.
  */
 public final class PurchaseRoutes implements HttpService {
     private static final Logger LOG = Logger.getLogger(PurchaseRoutes.class.getName());
     private static final HeaderName SERVER_TIMING = HeaderNames.create("Server-Timing");
     private static final HeaderName REPLAYED = HeaderNames.create("Idempotent-Replayed");
+    private static final HeaderName IDEMPOTENCY_KEY = HeaderNames.create("Idempotency-Key");
     /**
      * Answers a retry should not replay: nothing was charged or held, so the key is let go and a
      * retry runs again (the flow answers no 5xx while anything of the purchase remains).
@@ -99,39 +107,47 @@ public final class PurchaseRoutes implements HttpService {
 
     private void purchase(ServerRequest request, ServerResponse response) {
         long arrived = System.nanoTime();
+        Reach reach = new Reach();
+        PurchaseAnswers.Answer answer;
         try {
-            purchase(request, response, arrived);
-        } catch (RuntimeException e) {
-            // Answered by the error chain (a busy database, a bad body): its time is the server's time too.
-            serverTiming(response, arrived);
-            throw e;
+            answer = purchase(request, arrived, reach);
+        } catch (RuntimeException | Error e) {
+            if (reach.reserved()) {
+                // Only a failure while a 202 was being made gets here: it must still be a 202.
+                LOG.log(Level.SEVERE, "purchase failed after its reservation; answered 202, it stays for recovery", e);
+                answer = answers.unknown(reach.key(), Optional.empty());
+            } else {
+                answer = answers.failed(e);
+            }
         }
+        send(answer, response, arrived);
     }
 
-    private void purchase(ServerRequest request, ServerResponse response, long arrived) {
+    private PurchaseAnswers.Answer purchase(ServerRequest request, long arrived, Reach reach) {
         Deadline deadline = Deadline.after(config.deadline(), arrived);
-        String key = IdempotencyKeys.require(request.headers().first(HeaderNames.create("Idempotency-Key")));
+        IdempotencyKeys.Header header = IdempotencyKeys.require(request.headers().first(IDEMPOTENCY_KEY));
+        if (!(header instanceof IdempotencyKeys.Header.Valid(String key))) {
+            return answers.of(header);
+        }
         Bodies.requireJson(request);
         byte[] body = Bodies.read(request, config.maxBodyBytes());
         Order order = Json.read(body, PurchaseRequest.class).toOrder(Caller.of(request).name(), key, config.maxSeats());
         Optional<Inventory.Invalid> invalid = inventory.validate(order);
         if (invalid.isPresent()) {
-            send(answers.of(invalid.get()), response, arrived);
-            return;
+            return answers.of(invalid.get());
         }
         Caller caller = Caller.of(request);
         Optional<ClientLimits.Slot> slot = limits.enter(caller);
         if (slot.isEmpty()) {
-            send(answers.clientLimit(caller.maxInFlight().orElseThrow()), response, arrived);
-            return;
+            return answers.clientLimit(caller.maxInFlight().orElseThrow());
         }
         // The client's slot is held until the answer is decided, on every way out.
         try (ClientLimits.Slot held = slot.get()) {
-            admitAndRun(key, body, order, deadline, response, arrived);
+            return admitAndRun(key, body, order, deadline, arrived, reach);
         }
     }
 
-    private void admitAndRun(String key, byte[] body, Order order, Deadline deadline, ServerResponse response, long arrived) {
+    private PurchaseAnswers.Answer admitAndRun(String key, byte[] body, Order order, Deadline deadline, long arrived, Reach reach) {
         // Admission comes after every 4xx about the input (a bad request is answered the same way under
         // load) and before the key is claimed: a refused purchase stores no key, so its retry runs afresh.
         Optional<Admission.Permit> claimed;
@@ -139,25 +155,41 @@ public final class PurchaseRoutes implements HttpService {
             claimed = admit(arrived);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            send(answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded())), response, arrived);
-            return;
+            return answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded()));
         }
         if (claimed.isEmpty()) {
-            Turn turn = notAdmitted(key, body, order, deadline, admission.mark(), response);
+            Turn turn = notAdmitted(key, body, order, deadline, admission.mark());
             if (turn instanceof Turn.Told(PurchaseAnswers.Answer told)) {
-                send(told, response, arrived);
-                return;
+                return told;
             }
             claimed = Optional.of(((Turn.Go) turn).permit());
         }
-        PurchaseAnswers.Answer answer;
         // The place is held for exactly the work, and given back on every way out of it: an answer, an
         // unexpected failure or the interrupt. It is back before the answer is written, so a client that
         // has its answer can count on the place being free.
         try (Admission.Permit permit = claimed.get()) {
-            answer = admitted(key, body, order, deadline, response, progress(permit));
+            return admitted(key, body, order, deadline, progress(permit), reach);
         }
-        send(answer, response, arrived);
+    }
+
+    /**
+     * How far one request's purchase got: once its reservation is made, PAYING may be written and its
+     * payment may leave, so from then on no failure may be answered as a refusal.
+     */
+    private static final class Reach {
+        private volatile String key;
+
+        void reserved(String key) {
+            this.key = key;
+        }
+
+        boolean reserved() {
+            return key != null;
+        }
+
+        String key() {
+            return key;
+        }
     }
 
     /**
@@ -205,7 +237,7 @@ public final class PurchaseRoutes implements HttpService {
      * waits for a place while its deadline allows (then it runs, and its reservation tells the truth);
      * only seats still free at the end, or plenty of them, make it 503 with Retry-After.
      */
-    private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark, ServerResponse response) {
+    private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark) {
         try {
             admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
             Purchases.Seen seen = seen(order);
@@ -222,7 +254,7 @@ public final class PurchaseRoutes implements HttpService {
             }
             if (seen.gone().isPresent()) {
                 // Its own earlier request may be what took them: a key used before gets its own answer.
-                Optional<Turn> used = usedBefore(key, order.client(), body, response);
+                Optional<Turn> used = usedBefore(key, order.client(), body);
                 if (used.isPresent()) {
                     return used.get();
                 }
@@ -237,7 +269,7 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /** The answer a key used before gets without a place (a replay, in flight, reused); empty for a new key. */
-    private Optional<Turn> usedBefore(String key, String client, byte[] body, ServerResponse response) {
+    private Optional<Turn> usedBefore(String key, String client, byte[] body) {
         if (!keys.known(client, key)) {
             return Optional.empty();
         }
@@ -247,9 +279,10 @@ public final class PurchaseRoutes implements HttpService {
                 end(key, keys.forget(client, key, fresh.token()));
                 yield Optional.empty();
             }
-            // Its process stopped before answering; the retry that has a place resumes it.
-            case IdempotencyKeys.Claim.Abandoned abandoned -> Optional.empty();
-            default -> Optional.of(new Turn.Told(answered(key, claim, response)));
+            // Its process stopped before answering, and the seats gone may be its own purchase's, paid for:
+            // never "seats taken". The retry that has a place resumes it.
+            case IdempotencyKeys.Claim.Abandoned abandoned -> Optional.of(new Turn.Told(answers.inFlight(key)));
+            default -> Optional.of(new Turn.Told(answered(key, claim)));
         };
     }
 
@@ -315,9 +348,13 @@ public final class PurchaseRoutes implements HttpService {
         };
     }
 
+    /** The one way out of {@code POST /purchases}: every answer is counted here, once, under its tag. */
     private void send(PurchaseAnswers.Answer answer, ServerResponse response, long arrived) {
         metrics.outcome(answer, Duration.ofNanos(System.nanoTime() - arrived));
         serverTiming(response, arrived);
+        if (answer.replayed()) {
+            response.header(REPLAYED, "true");
+        }
         answer.reply().send(response);
     }
 
@@ -358,23 +395,27 @@ public final class PurchaseRoutes implements HttpService {
         return inFlight() == 0;
     }
 
+    /** {@link #admitted} as a request with a place runs it: for tests that send a key's retries without a server. */
+    PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline) {
+        return admitted(key, body, order, deadline, PurchaseFlow.Progress.NONE, new Reach());
+    }
+
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
-    private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline, ServerResponse response,
-                                            PurchaseFlow.Progress progress) {
+    private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline,
+                                            PurchaseFlow.Progress progress, Reach reach) {
         IdempotencyKeys.Claim claim = keys.claim(order.client(), key, IdempotencyKeys.fingerprint(body));
         return switch (claim) {
-            case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress);
-            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress);
-            default -> answered(key, claim, response);
+            case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress, reach);
+            case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress, reach);
+            default -> answered(key, claim);
         };
     }
 
     /** A key used before: its stored answer replayed, or why it cannot be run now. */
-    private PurchaseAnswers.Answer answered(String key, IdempotencyKeys.Claim claim, ServerResponse response) {
-        if (claim instanceof IdempotencyKeys.Claim.Replay replay) {
-            response.header(REPLAYED, "true");
-            // A pending answer is not final: the retry is told where the purchase stands now.
-            return new PurchaseAnswers.Answer(replay.reply().status() == 202 ? current(replay.reply()) : replay.reply(), "replayed");
+    private PurchaseAnswers.Answer answered(String key, IdempotencyKeys.Claim claim) {
+        if (claim instanceof IdempotencyKeys.Claim.Replay(Reply stored)) {
+            // A pending answer is not final: the retry is told where the purchase stands now, when that can be read.
+            return answers.replayed(stored, stored.status() == 202 ? now(stored) : Optional.empty());
         }
         return answers.of(claim, key);
     }
@@ -383,55 +424,100 @@ public final class PurchaseRoutes implements HttpService {
      * A retry of a request whose process stopped before answering. Where its purchase got to decides:
      * still moving (recovery has not reached it) → 409, retry later; paid or pending → its current
      * state, stored for the key; never started, released or expired (nothing charged) → run afresh.
+     * Its earlier request may have been charged, so a failure to tell is 202, "ask again".
      */
     private PurchaseAnswers.Answer resume(String key, IdempotencyKeys.Claim.Abandoned abandoned, Order order, Deadline deadline,
-                                          PurchaseFlow.Progress progress) {
-        Optional<String> id = purchases.byKey(order.client(), key);
-        Optional<PurchaseState> state = id.flatMap(purchases::stateOf);
-        if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
-            return answers.inFlight(key);
+                                          PurchaseFlow.Progress progress, Reach reach) {
+        Optional<String> id;
+        Optional<PurchaseState> state;
+        Optional<String> token;
+        try {
+            id = purchases.byKey(order.client(), key);
+            state = id.flatMap(purchases::stateOf);
+            if (state.isPresent() && List.of(PurchaseState.HELD, PurchaseState.PAYING).contains(state.get())) {
+                return answers.inFlight(key);
+            }
+            token = keys.takeOver(order.client(), key, abandoned.claimedAt());
+        } catch (RuntimeException e) {
+            LOG.log(Level.WARNING, "could not resume Idempotency-Key " + key + "; answered 202, ask again", e);
+            return answers.unknown(key, Optional.empty());
         }
-        Optional<String> token = keys.takeOver(order.client(), key, abandoned.claimedAt());
         if (token.isEmpty()) {
             return answers.inFlight(key);
         }
         if (state.isEmpty() || state.get().leavesNothing()) {
-            return runFresh(key, token.get(), order, deadline, progress);
+            return runFresh(key, token.get(), order, deadline, progress, reach);
         }
-        Reply reply = current(id.get());
-        end(key, keys.complete(order.client(), key, token.get(), reply));
-        return new PurchaseAnswers.Answer(reply, "resumed");
+        Optional<Reply> now = now(id.get());
+        if (now.isEmpty()) {
+            // The key stays in flight with this claim: the key-keeper, or a retry after abandoned-after, settles it.
+            return answers.unknown(key, Optional.empty());
+        }
+        store(key, order.client(), token.get(), now.get());
+        return answers.resumed(now.get());
     }
 
     PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline) {
-        return runFresh(key, token, order, deadline, PurchaseFlow.Progress.NONE);
+        return runFresh(key, token, order, deadline, PurchaseFlow.Progress.NONE, new Reach());
     }
 
-    private PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline, PurchaseFlow.Progress progress) {
+    private PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline, PurchaseFlow.Progress progress,
+                                            Reach reach) {
         PurchaseAnswers.Answer answer;
         try {
-            answer = answers.of(flow.purchase(order, deadline, progress));
+            answer = answers.of(flow.purchase(order, deadline, watched(progress, reach, key)));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             // The server is stopping past its grace, and the payment may have left: never "nothing was
             // charged". The key stays in flight; recovery settles the purchase and the key's retry tells it.
-            return new PurchaseAnswers.Answer(stopping(order.client(), key), "pending");
-        } catch (RuntimeException e) {
-            // The flow lets a failure out only when nothing was reserved.
-            LOG.log(Level.SEVERE, "purchase failed before anything was reserved", e);
-            answer = new PurchaseAnswers.Answer(Reply.problem(Failures.problemFor(e,
-                    "The purchase failed unexpectedly; nothing was reserved or charged, try again"), "/purchases"), "failed");
+            return unknown(order.client(), key);
+        } catch (RuntimeException | Error e) {
+            if (reach.reserved()) {
+                // The flow lets out only what nobody expected (an Error, such as running out of memory),
+                // and its payment may have left: 202, and the key stays in flight until recovery has ended it.
+                LOG.log(Level.SEVERE, "purchase with Idempotency-Key " + key + " failed after its reservation; answered 202, "
+                                      + "it stays for recovery", e);
+                return unknown(order.client(), key);
+            }
+            answer = answers.failed(e);
         }
-        try {
-            Reply reply = answer.reply();
-            end(key, RETRYABLE.contains(reply.status()) ? keys.forget(order.client(), key, token)
-                                                         : keys.complete(order.client(), key, token, reply));
-        } catch (RuntimeException e) {
-            // The buyer still gets the real outcome; the key stays in flight, so a retry with it is
-            // refused (409) rather than run again: it must not become a second purchase.
-            LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
+        Reply reply = answer.reply();
+        if (RETRYABLE.contains(reply.status())) {
+            try {
+                end(key, keys.forget(order.client(), key, token));
+            } catch (RuntimeException e) {
+                LOG.log(Level.SEVERE, "could not let go of Idempotency-Key " + key + "; it stays in flight", e);
+            }
+        } else {
+            store(key, order.client(), token, reply);
         }
         return answer;
+    }
+
+    /** The flow's progress, marking on {@code reach} that the reservation was made before anything else hears of it. */
+    private static PurchaseFlow.Progress watched(PurchaseFlow.Progress progress, Reach reach, String key) {
+        return new PurchaseFlow.Progress() {
+            @Override
+            public void reserved() {
+                reach.reserved(key);
+                progress.reserved();
+            }
+
+            @Override
+            public void paying() {
+                progress.paying();
+            }
+        };
+    }
+
+    /** Stores {@code reply} for the key; if that fails the buyer still gets it, and the key stays in flight. */
+    private void store(String key, String client, String token, Reply reply) {
+        try {
+            end(key, keys.complete(client, key, token, reply));
+        } catch (RuntimeException e) {
+            // A retry with the key is refused (409) rather than run again: it must not become a second purchase.
+            LOG.log(Level.SEVERE, "could not store the answer for Idempotency-Key " + key, e);
+        }
     }
 
     private static void end(String key, IdempotencyKeys.Ending ending) {
@@ -446,37 +532,47 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /**
-     * The answer to a purchase cut by the server's stop: 202, with the purchase if one was made, for
-     * the key's retry to follow. The read runs with the interrupt cleared and the flag is set again.
+     * 202 for a purchase whose payment may have left and whose end is not known here (the server
+     * stops, a failure nobody expected): the purchase as it stands when it can be read, read with the
+     * interrupt cleared (and set again), else "not known yet, ask again".
      */
-    private Reply stopping(String client, String key) {
+    private PurchaseAnswers.Answer unknown(String client, String key) {
         boolean interrupted = Thread.interrupted();
+        Optional<Reply> now = Optional.empty();
         try {
             Optional<String> id = purchases.byKey(client, key);
             if (id.isPresent()) {
-                return current(id.get());
+                now = now(id.get());
             }
-        } catch (RuntimeException e) {
-            LOG.log(Level.WARNING, "could not read the purchase of Idempotency-Key " + key + " while stopping", e);
+        } catch (RuntimeException | Error e) {
+            // Even an Error here must not turn the answer into a refusal: the 202 below needs no read.
+            LOG.log(Level.WARNING, "could not read the purchase of Idempotency-Key " + key, e);
         } finally {
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
         }
-        return Reply.json(202, Map.of("idempotencyKey", key, "state", "PENDING",
-                "detail", "The server stopped while this purchase ran; retry with the same Idempotency-Key to learn its outcome"),
-                null);
+        return answers.unknown(key, now);
     }
 
-    /** The purchase a stored pending answer was about, as it stands now. */
-    private Reply current(Reply pending) {
+    /** The purchase a stored pending answer is about, as it stands now; empty when it names none or cannot be read. */
+    private Optional<Reply> now(Reply pending) {
         String location = pending.location();
-        return location == null ? pending : current(location.substring(location.lastIndexOf('/') + 1));
+        return location == null ? Optional.empty() : now(location.substring(location.lastIndexOf('/') + 1));
     }
 
-    /** The purchase's answer as it stands now ({@link PurchaseAnswers#current}). */
-    private Reply current(String id) {
-        return PurchaseAnswers.current(purchases.find(id).orElseThrow());
+    /**
+     * The purchase's answer as it stands now ({@link PurchaseAnswers#current}); empty when it cannot be
+     * read. Its payment may have been taken, so a failed read leaves the caller to answer with what it
+     * knows (a stored 202, "ask again"), never with the failure's own problem.
+     */
+    private Optional<Reply> now(String id) {
+        try {
+            return purchases.find(id).map(PurchaseAnswers::current);
+        } catch (RuntimeException | Error e) {
+            LOG.log(Level.WARNING, "could not read purchase " + id + " to tell where it stands; answered with what is known", e);
+            return Optional.empty();
+        }
     }
 
     private void cancel(ServerRequest request, ServerResponse response) {

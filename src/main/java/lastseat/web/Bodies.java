@@ -44,6 +44,6 @@ public final class Bodies {
     private static Problem tooLarge(int maxBytes) {
         return new Problem(413, "body-too-large", "Payload too large",
                            "The request body is larger than " + maxBytes + " bytes",
-                           Map.of("maxBytes", maxBytes), null, null);
+                           Map.of("maxBytes", maxBytes));
     }
 }

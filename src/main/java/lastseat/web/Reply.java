@@ -8,7 +8,8 @@ import java.time.Duration;
 
 /**
  * A finished HTTP answer as bytes, so that it can be stored with its idempotency key and replayed
- * byte for byte. {@code location} and {@code retryAfter} may be null.
+ * byte for byte. {@code location} and {@code retryAfter} may be null. A problem's reply is made by
+ * {@link Edge} only, which decides its {@code Retry-After}.
  */
 public record Reply(int status, String contentType, String location, Duration retryAfter, byte[] body) {
     public static final String JSON = "application/json";
@@ -18,11 +19,6 @@ public record Reply(int status, String contentType, String location, Duration re
         return new Reply(status, JSON, location, null, Json.bytes(body));
     }
 
-    public static Reply problem(Problem problem, String instance) {
-        return new Reply(problem.status(), PROBLEM_JSON, null, problem.retryAfter().orElse(null),
-                         Json.bytes(problem.body(instance)));
-    }
-
     public void send(ServerResponse response) {
         response.status(Status.create(status));
         response.header(HeaderNames.CONTENT_TYPE, contentType);
@@ -30,8 +26,13 @@ public record Reply(int status, String contentType, String location, Duration re
             response.header(HeaderNames.LOCATION, location);
         }
         if (retryAfter != null) {
-            response.header(HeaderNames.RETRY_AFTER, Long.toString(Math.max(1, retryAfter.toSeconds())));
+            response.header(HeaderNames.RETRY_AFTER, seconds(retryAfter));
         }
         response.send(body);
+    }
+
+    /** A Retry-After in whole seconds, never 0 (which would invite an immediate retry). */
+    static String seconds(Duration retryAfter) {
+        return Long.toString(Math.max(1, retryAfter.toSeconds()));
     }
 }

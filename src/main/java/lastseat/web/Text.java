@@ -1,5 +1,7 @@
 package lastseat.web;
 
+import lastseat.input.InvalidInput;
+
 /**
  * The one rule for text a client sends, applied to every text field of {@code POST /purchases} and
  * {@code POST /events} before anything is read or written: no control character (U+0000–U+001F,
@@ -7,8 +9,9 @@ package lastseat.web;
  * than the field's length. A field's own format (an email, a seat label) is checked after this. Text an
  * outside service gives for the buyer (a decline's reason) is {@link #cleaned} to the same rule.
  *
- * <p>Contract: {@link #checked} returns the value unchanged, or throws a 400 {@code invalid-field}
- * problem that names the field and the fault and never repeats the value. Length is counted in UTF-16
+ * <p>Contract: {@link #checked} returns the value unchanged, or throws {@link InvalidInput} (which the
+ * edge answers 400 {@code invalid-field}) naming the field and the fault, never repeating the value; it
+ * speaks no HTTP, so the domain's own rules (seat labels, an event's fields) build on it. Length is counted in UTF-16
  * units ({@link String#length()}), never fewer than the characters either database counts, so a value
  * that passes fits its column on both.
  *
@@ -32,7 +35,7 @@ public final class Text {
         }
         String fault = fault(value, maxLength);
         if (fault != null) {
-            throw Problem.badRequest("invalid-field", field + " " + fault);
+            throw new InvalidInput(field + " " + fault);
         }
         return value;
     }

@@ -1,8 +1,9 @@
 package lastseat.db;
 
 import lastseat.config.DbConfig;
-import lastseat.web.Failures;
+import lastseat.web.Edge;
 import lastseat.web.Problem;
+import lastseat.web.Reply;
 import org.junit.jupiter.api.Test;
 
 import java.nio.file.Files;
@@ -42,10 +43,12 @@ class DatabaseBusyTest {
             release.countDown();
 
             assertThat(refused).isInstanceOf(DatabaseBusy.class);
-            Problem problem = Failures.problemFor(refused, "unexpected");
+            Edge edge = new Edge(Duration.ofSeconds(3));
+            Problem problem = edge.problemFor(refused, "/somewhere", "unexpected");
             assertThat(problem.status()).isEqualTo(503);
             assertThat(problem.kind()).isEqualTo("database-busy");
-            assertThat(problem.retryAfter()).contains(Duration.ofSeconds(1));
+            Reply reply = edge.reply(problem, "/somewhere");
+            assertThat(reply.retryAfter()).as("the Retry-After of every 503").isEqualTo(Duration.ofSeconds(3));
             long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
             while (db.activeConnections() > 0 && System.nanoTime() < until) {
                 Thread.sleep(10);

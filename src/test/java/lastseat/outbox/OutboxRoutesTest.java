@@ -11,8 +11,7 @@ import lastseat.outside.OutsideHttp;
 import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.Together;
-import lastseat.web.Problem;
-import lastseat.web.Reply;
+import lastseat.web.Edge;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.BeforeEach;
@@ -48,8 +47,7 @@ class OutboxRoutesTest {
                 .port(0)
                 .routing(routing -> {
                     routing.register("/outbox", new OutboxRoutes(db, worker()));
-                    routing.error(Problem.class, (request, response, problem) ->
-                            Reply.problem(problem, request.path().path()).send(response));
+                    new Edge(Duration.ofSeconds(1)).errors(routing);
                 })
                 .build()
                 .start();

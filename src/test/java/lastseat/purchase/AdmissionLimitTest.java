@@ -1,13 +1,23 @@
 package lastseat.purchase;
 
+import lastseat.checks.Quote;
+import lastseat.db.Sql;
+import lastseat.idempotency.IdempotencyKeys;
+import lastseat.inventory.Hold;
+import lastseat.inventory.Order;
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
 import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.time.OffsetDateTime;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.ExecutorService;
@@ -26,7 +36,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * {@code purchase.max-in-flight} over HTTP with a cap of one: while one purchase waits for a slow
  * provider (600 ms), the next is answered 503 with {@code Retry-After} at once, reserves nothing,
- * stores no key, and its retry runs normally once the place is free.
+ * stores no key, and its retry runs normally once the place is free. A retry given no place whose own
+ * earlier request left a purchase holding its seat is told its key is in flight, never that the seat is
+ * taken.
  *
  * <p>The deadline is raised to 3 s so that the slow payment, not the deadline, ends the first
  * purchase. The first is known to hold the place once its payment request is in WireMock's
@@ -104,6 +116,38 @@ class AdmissionLimitTest {
         assertThat(retry.json().path("seats").toString()).isEqualTo("[\"A2\"]");
         assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(2);
         everythingCameBack();
+    }
+
+    @Test
+    void aRetryWithoutAPlaceWhoseStoppedPurchaseHoldsItsSeatIsToldInFlightNeverSeatsTaken() throws Exception {
+        // Its process stopped after PAYING was written: the payment may have left, and its seat A2 is still held.
+        String key = UUID.randomUUID().toString();
+        String body = LastseatClient.seatsBody(event, "A2");
+        assertThat(app.services().purchaseRoutes().keys().claim("demo-shop", key, IdempotencyKeys.fingerprint(body.getBytes(StandardCharsets.UTF_8))))
+                .isInstanceOf(IdempotencyKeys.Claim.Fresh.class);
+        Purchases purchases = app.services().purchases();
+        Hold hold = ((Purchases.Reservation.Held) purchases.reserve(
+                new Order(event, List.of("A2"), 1, "ada", "ada@example.com", "tok_ok", "demo-shop", key))).hold();
+        assertThat(purchases.startPayment(hold, new Quote(new BigDecimal("4.00"), "EUR"))).isInstanceOf(Purchases.Moved.Done.class);
+        app.services().db().read(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ? WHERE idem_key = ?",
+                                                 OffsetDateTime.now().minusHours(1), key));
+        Answer retry;
+        try (ExecutorService buyers = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<Answer> holder = buyers.submit(() -> app.client().purchaseSeats(UUID.randomUUID().toString(), event, "A1"));
+            awaitPaymentRequests(1);
+            retry = app.client().purchase(key, body);
+            assertThat(holder.get(10, TimeUnit.SECONDS).status()).isEqualTo(201);
+        }
+
+        assertThat(retry.status()).as(retry.toString()).isEqualTo(409);
+        assertThat(retry.type()).as("about the request, not 'seats taken', which says nothing was charged")
+                .isEqualTo("idempotency-key-in-flight");
+        assertThat(app.db().purchaseState(hold.purchaseId())).isEqualTo("PAYING");
+        assertThat(app.db().strings("SELECT state FROM idempotency_keys WHERE idem_key = ?", key)).containsExactly("IN_FLIGHT");
+        Admission admission = app.services().purchaseRoutes().admission();
+        assertThat(admission.available()).as("admission place back").isEqualTo(admission.capacity());
+        Invariants.hold(app, event);
+        Invariants.resourcesCameBack(app);
     }
 
     /** The admission place, the payment permits and the pool connections are all back; no seat is held. */

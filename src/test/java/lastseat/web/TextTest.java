@@ -1,17 +1,20 @@
 package lastseat.web;
 
+import lastseat.input.InvalidInput;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
+
+import java.time.Duration;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 
 /**
  * Fast tier: the one rule for client text. Control characters (NUL first of all), unpaired surrogates
- * and over-long values are refused with a 400 that names the field and not the value; everything else,
- * a character outside the BMP included, passes unchanged.
+ * and over-long values are refused ({@link InvalidInput}, which the edge answers 400) naming the field and
+ * not the value; everything else, a character outside the BMP included, passes unchanged.
  */
 @Tag("fast")
 class TextTest {
@@ -60,9 +63,10 @@ class TextTest {
         assertThat(Text.cleaned(null, 100)).isNull();
     }
 
+    /** The problem the edge answers for the refusal. */
     private static Problem refused(String field, String value, int max) {
-        Problem problem = catchThrowableOfType(Problem.class, () -> Text.checked(field, value, max));
-        assertThat(problem).as("%s refused", field).isNotNull();
-        return problem;
+        InvalidInput refusal = catchThrowableOfType(InvalidInput.class, () -> Text.checked(field, value, max));
+        assertThat(refusal).as("%s refused", field).isNotNull();
+        return new Edge(Duration.ofSeconds(1)).problemFor(refusal, "/purchases", "unexpected");
     }
 }
