@@ -79,9 +79,7 @@ public final class PurchaseRoutes implements HttpService {
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
                           PurchaseConfig config, AdmissionConfig admission, PurchaseMetrics metrics, PaymentGateway payments) {
         this(flow, purchases, inventory, keys, config, metrics, new Pace(admission.deadline(), admission.margin(), admission.permits(),
-                new Latency(admission.toPayment().samples(), admission.toPayment().window(), admission.toPayment().quantile(),
-                            admission.toPayment().prior()),
-                payments::callTime));
+                Latency.of(admission.toPayment()), payments::callTime));
     }
 
     PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,

@@ -10,6 +10,7 @@ import lastseat.support.InProcess;
 import lastseat.web.Json;
 import lastseat.web.Reply;
 import lastseat.work.Deadline;
+import lastseat.work.Latency;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -69,11 +70,11 @@ class MoneyAnswersTest {
                 return app.outside.get(pathAndQuery, timeout);
             }
         };
-        PaymentGateway payments = new PaymentGateway(oomAfterCapture, app.config.payment());
+        PaymentGateway payments = new PaymentGateway(oomAfterCapture, app.config.payment(), Latency.of(app.config.admission().callTime()));
         PurchaseFlow flow = new PurchaseFlow(new Checks(app.outside, app.config.checks()), payments, app.purchases,
                                              app.config.purchase(), app.clock);
         PurchaseRoutes routes = new PurchaseRoutes(flow, app.purchases, app.inventory, app.keys, app.config.purchase(),
-                                                   new PurchaseMetrics(), payments);
+                                                   app.config.admission(), new PurchaseMetrics(), payments);
         String key = UUID.randomUUID().toString();
         byte[] body = body(event);
 
@@ -166,8 +167,8 @@ class MoneyAnswersTest {
     }
 
     private PurchaseRoutes routes() {
-        return new PurchaseRoutes(app.flow, app.purchases, app.inventory, app.keys, app.config.purchase(), new PurchaseMetrics(),
-                                  app.payments);
+        return new PurchaseRoutes(app.flow, app.purchases, app.inventory, app.keys, app.config.purchase(), app.config.admission(),
+                                  new PurchaseMetrics(), app.payments);
     }
 
     private Deadline deadline() {
