@@ -88,7 +88,7 @@ class OpenApiTest {
 
     /** The sources of the admin port's routes only (registered by {@link Main#adminRouting}): their kinds are not public. */
     private static final Set<String> ADMIN_ONLY = Set.of("lastseat/access/AdminRoutes.java", "lastseat/outbox/OutboxRoutes.java",
-                                                         "lastseat/drill/DrillRoutes.java", "lastseat/drill/StampedeRun.java",
+                                                         "lastseat/drill/DrillRoutes.java",
                                                          "lastseat/ops/OpsRoutes.java");
 
     /**

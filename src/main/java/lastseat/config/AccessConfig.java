@@ -1,6 +1,5 @@
 package lastseat.config;
 
-import java.time.Duration;
 import java.util.Optional;
 import java.util.regex.Pattern;
 
@@ -19,8 +18,6 @@ import java.util.regex.Pattern;
 public record AccessConfig(int adminPort, String adminHost, Optional<String> operatorKey) {
     /** What a key looks like: "ls_", 16 hex digits of id, "_", 32 hex digits (128 bits) of secret. */
     public static final Pattern KEY = Pattern.compile("ls_[0-9a-f]{16}_[0-9a-f]{32}");
-    /** How long a client's purchase in flight over its limit is asked to wait (the Retry-After of its 429). */
-    public static final Duration LIMIT_RETRY_AFTER = Duration.ofSeconds(1);
 
     public AccessConfig {
         Check.between("access.admin-port", adminPort, 0, 65_535);

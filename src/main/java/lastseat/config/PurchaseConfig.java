@@ -14,7 +14,7 @@ import java.time.Duration;
  * @param maxBodyBytes   {@code purchase.max-body-bytes}: the largest {@code POST /purchases} body
  * @param reserveRounds  {@code purchase.reserve-rounds}: rounds a quantity purchase makes to find free seats
  *                       when others take its candidates first
- * @param retryAfter     {@code purchase.retry-after}: the {@code Retry-After} of every 503 about a purchase
+ * @param retryAfter     {@code purchase.retry-after}: the {@code Retry-After} of every 503 and 429 lastseat answers (the web edge applies it)
  * @param sweepInterval  {@code purchase.sweep-interval}: how often the sweeper runs
  * @param sweepBatch     {@code purchase.sweep-batch}: purchases one sweep moves at most, of each kind
  * @param abandonedAfter {@code purchase.abandoned-after}: how long after its deadline a purchase still HELD
