@@ -1,5 +1,6 @@
 package lastseat.db;
 
+import lastseat.support.HeldConnection;
 import lastseat.config.DbConfig;
 import lastseat.web.Edge;
 import lastseat.web.Problem;
@@ -27,15 +28,7 @@ class DatabaseBusyTest {
             CountDownLatch taken = new CountDownLatch(2);
             CountDownLatch release = new CountDownLatch(1);
             for (int i = 0; i < 2; i++) {
-                Thread.ofVirtual().start(() -> db.read(c -> {
-                    taken.countDown();
-                    try {
-                        return release.await(10, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return false;
-                    }
-                }));
+                Thread.ofVirtual().start(() -> HeldConnection.hold(db, taken, release));
             }
             assertThat(taken.await(10, TimeUnit.SECONDS)).as("both connections taken").isTrue();
 

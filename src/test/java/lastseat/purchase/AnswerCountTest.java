@@ -1,5 +1,6 @@
 package lastseat.purchase;
 
+import lastseat.support.HeldConnection;
 import lastseat.db.DatabaseBusy;
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
@@ -104,15 +105,7 @@ class AnswerCountTest {
     private static boolean hold(CountDownLatch taken, CountDownLatch letGo) {
         while (true) {
             try {
-                return app.services().db().read(c -> {
-                    taken.countDown();
-                    try {
-                        return letGo.await(10, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return false;
-                    }
-                });
+                return HeldConnection.hold(app.services().db(), taken, letGo);
             } catch (DatabaseBusy busy) {
                 // Not yet: a job of the app's own held a connection for a moment.
             }

@@ -1,5 +1,6 @@
 package lastseat.web;
 
+import lastseat.support.HeldConnection;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.client.ResponseDefinitionBuilder;
 import com.github.tomakehurst.wiremock.http.Fault;
@@ -250,15 +251,7 @@ class NoLeaksTest {
         Answer health;
         try (ExecutorService holders = Executors.newVirtualThreadPerTaskExecutor()) {
             for (int i = 0; i < 3; i++) {
-                holders.submit(() -> APP.services().db().read(c -> {
-                    taken.countDown();
-                    try {
-                        return letGo.await(10, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        return false;
-                    }
-                }));
+                holders.submit(() -> HeldConnection.hold(APP.services().db(), taken, letGo));
             }
             assertThat(taken.await(10, TimeUnit.SECONDS)).as("every connection taken").isTrue();
 
