@@ -129,12 +129,12 @@ public final class PurchaseRoutes implements HttpService {
         }
         Bodies.requireJson(request);
         byte[] body = Bodies.read(request, config.maxBodyBytes());
-        Order order = Json.read(body, PurchaseRequest.class).toOrder(Caller.of(request).name(), key, config.maxSeats());
+        Caller caller = Caller.of(request);
+        Order order = Json.read(body, PurchaseRequest.class).toOrder(caller.name(), key, config.maxSeats());
         Optional<Inventory.Invalid> invalid = inventory.validate(order);
         if (invalid.isPresent()) {
             return answers.of(invalid.get());
         }
-        Caller caller = Caller.of(request);
         Optional<ClientLimits.Slot> slot = limits.enter(caller);
         if (slot.isEmpty()) {
             return answers.clientLimit(caller.maxInFlight().orElseThrow());
