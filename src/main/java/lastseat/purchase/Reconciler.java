@@ -120,10 +120,11 @@ final class Reconciler {
     /** Moves every PAYMENT_UNKNOWN purchase of {@code due} past its give-up time to PAYMENT_UNRESOLVED; true if one moved. */
     private boolean giveUpOverdue(List<Purchases.Open> due, Instant now) {
         boolean moved = false;
+        String reason = "no answer settled it within " + config.giveUpAfter().toSeconds() + " s";
         for (Purchases.Open open : due) {
             Duration age = Duration.between(open.unknownSince(), now);
             if (open.state() == PurchaseState.PAYMENT_UNKNOWN && age.compareTo(config.giveUpAfter()) >= 0) {
-                moved |= giveUp(open.id(), open.attempts(), age, "no answer from the provider within " + config.giveUpAfter().toSeconds() + " s");
+                moved |= giveUp(open.id(), open.attempts(), age, reason);
             }
         }
         return moved;
@@ -182,7 +183,7 @@ final class Reconciler {
         Duration age = Duration.between(due.unknownSince(), now);
         boolean unknown = due.state() == PurchaseState.PAYMENT_UNKNOWN;
         if (unknown && age.compareTo(config.giveUpAfter()) >= 0) {
-            // Refused when another instance moved it first: it is unresolved either way.
+            // Refused only when its state moved meanwhile: either way it no longer waits as PAYMENT_UNKNOWN.
             giveUp(due.id(), due.attempts() + 1, age, reason);
             unknown = false;
         }
