@@ -10,6 +10,9 @@ import lastseat.work.Timeline;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -29,10 +32,17 @@ import java.util.logging.Logger;
  * purchase at once; every answer moves it through the state machine's table. A purchase still
  * unknown {@code give-up-after} after its payment went unknown becomes PAYMENT_UNRESOLVED: seats
  * still held, logged once (the move happens once, on whichever instance), listed and counted for an
- * operator, and still asked every {@code max-backoff} until the provider answers.
+ * operator, and still asked every {@code max-backoff} until the provider answers. The move comes
+ * within {@code give-up-after} + the longer of {@code interval} and one question (at most two calls
+ * of {@code call-timeout}: a lookup and a resend): a purchase's next question is never set past its
+ * give-up time, and before each question a pass gives up every purchase due that is past it, so
+ * neither a long backoff nor the questions about other purchases delay the move.
  *
  * <p>Hazard: sending the charge again charges the buyer when the first request never arrived; that
- * is what they asked for, their seats are still held for it, and their key's answer says so.
+ * is what they asked for, their seats are still held for it, and their key's answer says so. The
+ * bound holds for a running reconciler with fewer than {@code batch} purchases due at once: a
+ * process killed mid-question leaves its lease ({@code 4 × call-timeout}) on the purchase, and a
+ * stopped one asks nothing.
  */
 final class Reconciler {
     private static final Logger LOG = Logger.getLogger(Reconciler.class.getName());
@@ -60,14 +70,30 @@ final class Reconciler {
         }
     }
 
-    /** One pass over the purchases due; returns how many were settled. */
+    /**
+     * One pass: up to {@code batch} questions, each about the purchase due longest that this pass
+     * has not asked yet. The purchases due are read again before each question, so that one whose
+     * give-up time passed while another was being asked about is shown to an operator now, not
+     * after the pass.
+     */
     int reconcile() throws InterruptedException {
         int settled = 0;
-        for (Purchases.Open due : purchases.dueForCheck(config.batch())) {
+        Set<String> asked = new HashSet<>();
+        while (asked.size() < config.batch()) {
             if (Thread.currentThread().isInterrupted()) {
                 throw new InterruptedException("reconciler stopped");
             }
             Instant now = clock.instant();
+            List<Purchases.Open> dueNow = purchases.dueForCheck(config.batch());
+            if (giveUpOverdue(dueNow, now)) {
+                // Their state changed, and the lease compares it: read them as they are now.
+                dueNow = purchases.dueForCheck(config.batch());
+            }
+            Purchases.Open due = dueNow.stream().filter(open -> !asked.contains(open.id())).findFirst().orElse(null);
+            if (due == null) {
+                break;
+            }
+            asked.add(due.id());
             // The lease outlasts a lookup, a permit wait and a resend, so nobody else asks while this question is open.
             if (!purchases.lease(due, now.plus(config.callTimeout().multipliedBy(4)))) {
                 continue;
@@ -85,10 +111,35 @@ final class Reconciler {
                                                                                      + refused.why(), timeline, step);
                     LOG.info("purchase " + due.id() + " was refused by the provider (" + refused.why() + "): " + moved);
                 }
-                case Answer.Open open -> postpone(due, open.why(), now);
+                case Answer.Open open -> postpone(due, open.why(), clock.instant());
             }
         }
         return settled;
+    }
+
+    /** Moves every PAYMENT_UNKNOWN purchase of {@code due} past its give-up time to PAYMENT_UNRESOLVED; true if one moved. */
+    private boolean giveUpOverdue(List<Purchases.Open> due, Instant now) {
+        boolean moved = false;
+        String reason = "no answer settled it within " + config.giveUpAfter().toSeconds() + " s";
+        for (Purchases.Open open : due) {
+            Duration age = Duration.between(open.unknownSince(), now);
+            if (open.state() == PurchaseState.PAYMENT_UNKNOWN && age.compareTo(config.giveUpAfter()) >= 0) {
+                moved |= giveUp(open.id(), open.attempts(), age, reason);
+            }
+        }
+        return moved;
+    }
+
+    /** PAYMENT_UNRESOLVED, logged once: only the instance whose compare-and-set moved it writes the warning. */
+    private boolean giveUp(String id, int questions, Duration age, String reason) {
+        if (!(purchases.giveUp(id, reason) instanceof Purchases.Moved.Done)) {
+            return false;
+        }
+        LOG.log(Level.WARNING, "purchase " + id + " has waited " + age.toSeconds() + " s for its payment to be known ("
+                               + questions + " questions; last: " + reason + "): PAYMENT_UNRESOLVED, its seats "
+                               + "stay held; it is still asked every " + config.maxBackoff().toSeconds() + " s. "
+                               + "See GET /purchases?state=PAYMENT_UNRESOLVED");
+        return true;
     }
 
     /** The provider's answer for the key: a lookup, and when it has nothing, the same charge once more. */
@@ -123,16 +174,22 @@ final class Reconciler {
         LOG.info("purchase " + due.id() + " was captured as " + paymentId + ": " + moved);
     }
 
+    /**
+     * After an answer that settled nothing ({@code now}: when it came). Past the give-up time the
+     * purchase is shown to an operator; before it, the next question is not set past that time,
+     * however long the backoff has grown, so the move is never a backoff late.
+     */
     private void postpone(Purchases.Open due, String reason, Instant now) {
         Duration age = Duration.between(due.unknownSince(), now);
-        if (due.state() == PurchaseState.PAYMENT_UNKNOWN && age.compareTo(config.giveUpAfter()) >= 0
-            && purchases.giveUp(due.id(), reason) instanceof Purchases.Moved.Done) {
-            LOG.log(Level.WARNING, "purchase " + due.id() + " has waited " + age.toSeconds() + " s for its payment to be known ("
-                                   + (due.attempts() + 1) + " questions; last: " + reason + "): PAYMENT_UNRESOLVED, its seats "
-                                   + "stay held; it is still asked every " + config.maxBackoff().toSeconds() + " s. "
-                                   + "See GET /purchases?state=PAYMENT_UNRESOLVED");
+        boolean unknown = due.state() == PurchaseState.PAYMENT_UNKNOWN;
+        if (unknown && age.compareTo(config.giveUpAfter()) >= 0) {
+            // Refused only when its state moved meanwhile: either way it no longer waits as PAYMENT_UNKNOWN.
+            giveUp(due.id(), due.attempts() + 1, age, reason);
+            unknown = false;
         }
         Duration pause = Backoff.jittered(due.attempts() + 1, config.backoff(), config.maxBackoff(), ThreadLocalRandom.current());
-        purchases.postpone(due.id(), now.plus(pause));
+        Instant next = now.plus(pause);
+        Instant giveUpAt = due.unknownSince().plus(config.giveUpAfter());
+        purchases.postpone(due.id(), unknown && next.isAfter(giveUpAt) ? giveUpAt : next);
     }
 }

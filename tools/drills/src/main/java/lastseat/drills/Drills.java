@@ -84,16 +84,20 @@ public final class Drills {
                 : names.stream().map(n -> catalogue().stream().filter(d -> d.name().equals(n)).findFirst().orElseThrow()).toList();
         List<Findings.Report> reports = new ArrayList<>();
         for (Drill drill : chosen) {
+            // A blank line between drills, none after the last: a JSON line is the last line of the output.
+            if (!reports.isEmpty()) {
+                out.println();
+            }
             out.println("== " + drill.name() + ": " + drill.fault());
             out.println("   must show: " + drill.mustShow());
             Findings.Report report = run(drill, target, settings);
             report.lines().forEach(out::println);
             out.println("   " + (report.ok() ? "OK" : "FAILED"));
             out.println(report.json());
-            out.println();
             reports.add(report);
         }
         if (chosen.size() > 1) {
+            out.println();
             out.println(table(chosen, reports));
             out.println(summary(reports));
         }

@@ -8,6 +8,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketTimeoutException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -22,15 +23,18 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.ToLongFunction;
+import java.util.function.Function;
 import java.util.regex.Pattern;
 
 /**
  * A TCP proxy between a lastseat and its outside services (the WireMock stubs) that can make all of
- * them unreachable at once. {@link #down()} closes the listening socket, so new connections are
- * refused, and resets every connection it carries (SO_LINGER 0); {@link #up()} listens again on the
- * same port. Otherwise bytes pass through unchanged, so WireMock's own faults, delays and ledger work
- * as they do without the proxy, and a reset from WireMock reaches lastseat as a reset.
+ * them unreachable at once. {@link #down} resets every connection it carries (SO_LINGER 0) and shuts
+ * the door one of two ways ({@link Door}): the listening socket closed, so a new connection is
+ * refused at once; or a listening socket that never accepts, its accept queue kept full, so a new
+ * connection is neither refused nor completed and the caller's connect times out. {@link #up()}
+ * listens again on the same port. Otherwise bytes pass through unchanged, so WireMock's own faults,
+ * delays and ledger work as they do without the proxy, and a reset from WireMock reaches lastseat as
+ * a reset.
  *
  * <p>Contract: at most {@code maxConnections} connections at once (one more is reset as soon as it
  * is accepted, counted in {@link #overflows()}); each connection costs two virtual threads; every
@@ -39,14 +43,45 @@ import java.util.regex.Pattern;
  *
  * <p>Hazard: a window that starts while a request is half-forwarded cuts it where it is, so WireMock
  * may or may not have seen it. That is the ambiguity a payment client must survive, and the reason
- * this proxy belongs to drills only: never put it in front of a real provider.
+ * this proxy belongs to drills only: never put it in front of a real provider. A timed-out door
+ * relies on Linux dropping a SYN when a listener's accept queue is full; a connection that arrives
+ * in the instant before the queue is filled completes, its request goes nowhere, and it is reset
+ * when the window ends — a reset after sending, which lastseat rightly treats as "may have arrived".
  */
 final class FaultProxy implements AutoCloseable {
+    /** How a new connection fails while the proxy is down. */
+    enum Door {
+        /** Nothing listens: the kernel answers the SYN with a RST, and connect fails at once. */
+        REFUSED("connections refused"),
+        /**
+         * A listener that never accepts, its accept queue full: Linux drops the SYN, and connect waits
+         * until the caller gives up (the JDK client's HttpConnectTimeoutException). Nothing was sent.
+         */
+        TIMED_OUT("connections time out");
+
+        final String label;
+
+        Door(String label) {
+            this.label = label;
+        }
+    }
+
     /** One stretch of time in which nothing behind the proxy could be reached; epoch millis. */
-    record Window(long startedAt, long endedAt, String why) {
+    record Window(long startedAt, long endedAt, String why, Door door) {
+        String describe() {
+            return why + "; " + door.label;
+        }
+    }
+
+    /** A window to open at once (0 ms: none), and its door. */
+    record Outage(long millis, Door door) {
+        static final Outage NONE = new Outage(0, Door.REFUSED);
     }
 
     private static final Duration REBIND_WAIT = Duration.ofSeconds(5);
+    /** A loopback connect that has not completed in this long will not: the SYN was dropped. */
+    private static final int FILLER_CONNECT_MILLIS = 100;
+    private static final int MOST_FILLERS = 16;
     private static final Pattern REQUEST_LINE = Pattern.compile("[A-Z]{3,7} /\\S* HTTP/1\\.[01]");
     private final InetSocketAddress upstream;
     private final Semaphore slots;
@@ -62,12 +97,16 @@ final class FaultProxy implements AutoCloseable {
     private boolean closed;
     private long downSince = -1;
     private String downWhy;
-    private volatile ToLongFunction<String> afterUpstreamReset = request -> 0;
+    private Door downDoor;
+    /** While a timed-out door is shut: the listener that never accepts, and the connections that fill its queue. */
+    private ServerSocket blackHole;
+    private final List<Socket> fillers = new ArrayList<>();
+    private volatile Function<String, Outage> afterUpstreamReset = request -> Outage.NONE;
 
     private FaultProxy(InetSocketAddress upstream, int maxConnections) throws IOException {
         this.upstream = upstream;
         this.slots = new Semaphore(maxConnections);
-        this.listener = bind(0);
+        this.listener = bind(0, 200);
         this.port = listener.getLocalPort();
         listen(listener);
     }
@@ -88,31 +127,87 @@ final class FaultProxy implements AutoCloseable {
 
     /**
      * Asked each time WireMock resets a connection (its {@code CONNECTION_RESET_BY_PEER} fault), with
-     * the request line that was cut ("POST /payments HTTP/1.1"): a window length in ms to go down at
-     * once, before lastseat sees the reset, or 0. This is how a reset followed by a refused reconnect —
-     * the compound fault a single fault per call never makes — becomes likely instead of luck.
+     * the request line that was cut ("POST /payments HTTP/1.1"): a window to open at once, before
+     * lastseat sees the reset, or {@link Outage#NONE}. This is how a reset followed by a refused or
+     * timed-out reconnect — the compound fault a single fault per call never makes — becomes likely
+     * instead of luck.
      */
-    void afterUpstreamReset(ToLongFunction<String> windowMillis) {
-        this.afterUpstreamReset = windowMillis;
+    void afterUpstreamReset(Function<String, Outage> outage) {
+        this.afterUpstreamReset = outage;
     }
 
-    /** Closes the listener and resets every open connection; false when it was already down. */
+    /** {@link #down(String, Door)} with connections refused. */
     boolean down(String why) {
+        return down(why, Door.REFUSED);
+    }
+
+    /** Shuts the door (see {@link Door}) and resets every open connection; false when it was already down. */
+    boolean down(String why, Door door) {
         java.util.concurrent.Future<?> stopped;
+        long since;
         synchronized (this) {
             if (closed || downSince >= 0) {
                 return false;
             }
-            downSince = System.currentTimeMillis();
+            since = System.currentTimeMillis();
+            downSince = since;
             downWhy = why;
+            downDoor = door;
             closeQuietly(listener);
             stopped = accepting;
         }
         // The JDK closes a listening socket that a thread is blocked accepting on only once that thread has
         // left accept(); until then the kernel still completes new connections. Down means refused now.
         awaitQuietly(stopped);
+        if (door == Door.TIMED_OUT) {
+            shutTimingOut(since);
+        }
         open.forEach(pipe -> pipe.end(true));
         return true;
+    }
+
+    /**
+     * Listens on the port again but never accepts, and fills the accept queue with connections of
+     * its own until one cannot complete: from then on the kernel drops every SYN to the port. Only
+     * for the window that started at {@code since}: one that ended meanwhile is left alone. Where
+     * the queue cannot be filled (a kernel that answers instead of dropping), the door stays shut as
+     * refused, and the window says so.
+     */
+    private synchronized void shutTimingOut(long since) {
+        if (closed || downSince != since) {
+            return;
+        }
+        try {
+            // The smallest queue the JDK passes on (0 means "the default", 50): two connections fill it on Linux.
+            blackHole = bind(port, 1);
+            InetSocketAddress address = new InetSocketAddress(InetAddress.getLoopbackAddress(), port);
+            while (fillers.size() < MOST_FILLERS) {
+                Socket filler = new Socket();
+                try {
+                    filler.connect(address, FILLER_CONNECT_MILLIS);
+                    fillers.add(filler);
+                } catch (SocketTimeoutException e) {
+                    // The queue is full, which is the point.
+                    closeQuietly(filler);
+                    return;
+                } catch (IOException e) {
+                    closeQuietly(filler);
+                    break;
+                }
+            }
+        } catch (IOException e) {
+            // Not bound: below, the door is shut as refused.
+        }
+        openTimingOut();
+        downDoor = Door.REFUSED;
+    }
+
+    /** Opens the door shut by a timed-out window: its queued connections are reset with the listener. */
+    private void openTimingOut() {
+        fillers.forEach(FaultProxy::reset);
+        fillers.clear();
+        closeQuietly(blackHole);
+        blackHole = null;
     }
 
     private static void awaitQuietly(java.util.concurrent.Future<?> task) {
@@ -134,20 +229,21 @@ final class FaultProxy implements AutoCloseable {
             if (closed || downSince < 0) {
                 return;
             }
+            openTimingOut();
             try {
-                listener = bind(port);
+                listener = bind(port, 200);
             } catch (IOException e) {
                 throw new IllegalStateException("the fault proxy could not listen again on " + port + ": " + e.getMessage(), e);
             }
-            windows.add(new Window(downSince, System.currentTimeMillis(), downWhy));
+            windows.add(new Window(downSince, System.currentTimeMillis(), downWhy, downDoor));
             downSince = -1;
             listen(listener);
         }
     }
 
     /** Down for {@code length}, then up again; returns at once, false when a window was already open. */
-    boolean unreachableFor(Duration length, String why) {
-        if (!down(why)) {
+    boolean unreachableFor(Duration length, String why, Door door) {
+        if (!down(why, door)) {
             return false;
         }
         threads.submit(() -> {
@@ -179,8 +275,9 @@ final class FaultProxy implements AutoCloseable {
         synchronized (this) {
             closed = true;
             closeQuietly(listener);
+            openTimingOut();
             if (downSince >= 0) {
-                windows.add(new Window(downSince, System.currentTimeMillis(), downWhy));
+                windows.add(new Window(downSince, System.currentTimeMillis(), downWhy, downDoor));
                 downSince = -1;
             }
         }
@@ -194,13 +291,13 @@ final class FaultProxy implements AutoCloseable {
     }
 
     /** Binds with SO_REUSEADDR; a port a moment ago ours may still be settling, so rebinding is retried briefly. */
-    private static ServerSocket bind(int port) throws IOException {
+    private static ServerSocket bind(int port, int backlog) throws IOException {
         long until = System.nanoTime() + REBIND_WAIT.toNanos();
         while (true) {
             ServerSocket socket = new ServerSocket();
             socket.setReuseAddress(true);
             try {
-                socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 200);
+                socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), backlog);
                 return socket;
             } catch (BindException e) {
                 socket.close();
@@ -336,9 +433,9 @@ final class FaultProxy implements AutoCloseable {
         /** WireMock cut this connection: perhaps go down first, so lastseat's retry finds the door shut. */
         private void upstreamReset() {
             upstreamResets.incrementAndGet();
-            long millis = afterUpstreamReset.applyAsLong(request);
-            if (millis > 0) {
-                unreachableFor(Duration.ofMillis(millis), "after a reset");
+            Outage outage = afterUpstreamReset.apply(request);
+            if (outage.millis() > 0) {
+                unreachableFor(Duration.ofMillis(outage.millis()), "after a reset", outage.door());
             }
         }
 

@@ -46,17 +46,22 @@ import java.util.stream.IntStream;
  * and each payment call a buyer's purchase makes gets the answer the plan gave it (WireMock stubs
  * matched by the token, stepped by a scenario per buyer); the status lookups cycle through truthful
  * and faulty answers; the server is killed with SIGKILL and restarted on its database; all outside
- * services become unreachable for short windows (also just after WireMock resets a connection, so a
- * retry meets a refused connection); refunds and emails have outages; HELD purchases are cancelled
- * at random. Clients whose request was cut, or who were answered 202 or "in flight", ask again with
- * the same key and body until they get a final answer; after a 500, 503 or 504 ("nothing was
- * charged, try again") they try again a few times, as real clients do. When everything has settled,
- * the campaign acts as the operator (retries dead refunds) and {@link MoneyVerdict} audits: every
- * capture in the ledger is a CONFIRMED purchase or has exactly one refund; one capture per purchase
- * and per client key, one Idempotency-Key per purchase; no buyer whose purchase was captured was
- * told that nothing was charged; I1–I4 for every event; every purchase terminal or shown to an
- * operator; every key answered. A failure prints the seed and the history of each buyer who met a
- * broken rule, nothing about the others; its server's database and logs are kept.
+ * services become unreachable for short windows, their connections refused or timing out (also just
+ * after WireMock resets a charge's connection, so the retry meets a shut door); refunds and emails
+ * have outages; HELD purchases are cancelled at random. Clients whose request was cut, or who were
+ * answered 202 or "in flight", ask again with the same key and body until they get a final answer;
+ * after a 500, 503 or 504 ("nothing was charged, try again") they try again a few times, as real
+ * clients do.
+ *
+ * <p>Then it judges in two phases ({@link MoneyVerdict}). At the stated bound after the last
+ * purchase started (computed from the settings it gives its server, and printed), with every fault
+ * still on, every purchase must be terminal or PAYMENT_UNRESOLVED, and the operator's listing must
+ * show the latter. Then the faults lift — the provider answers every call and lookup truthfully, as
+ * it does once it recovers — the reconciler keeps asking, the operator retries dead refunds, and once
+ * all is quiet the ledger judges: every capture CONFIRMED or refunded exactly once, nothing left
+ * open, one capture per purchase, no buyer told "nothing was charged" for a capture, I1–I4, every
+ * key answered. A failure prints the seed and, for each breach, only the history that shows it; the
+ * server's database and logs are kept.
  *
  * <p>Contract: the same seed and size give the same plan (not the same interleaving: a rerun of a
  * failing seed usually, not always, fails the same way); the target's lastseat is not used, only its
@@ -69,7 +74,7 @@ import java.util.stream.IntStream;
 final class MoneyAudit {
     /**
      * {@code reconcile.give-up-after} of the audited server: past it an unknown payment is shown to an
-     * operator (PAYMENT_UNRESOLVED). Null leaves the key out, for a server that does not know it yet.
+     * operator (PAYMENT_UNRESOLVED).
      */
     static final Duration GIVE_UP_AFTER = Duration.ofSeconds(8);
     /**
@@ -77,20 +82,24 @@ final class MoneyAudit {
      * (a few seconds each), give-up-after and a settled lookup fit in it.
      */
     static final Duration CLIENT_BOUND = Duration.ofSeconds(45);
+    /**
+     * What a busy two-core machine adds to the stated bound: database writes and scheduling under the
+     * campaign's load. Printed with the bound.
+     */
+    static final Duration MACHINE_MARGIN = Duration.ofSeconds(2);
+    /**
+     * Once the faults lift, how long everything may take to end: a PAYMENT_UNRESOLVED purchase is asked
+     * every reconcile.max-backoff (1 s here), a refund waits at most outbox.max-backoff (1 s), and a
+     * capture the provider processes late appears within {@link MoneyPlan#LATEST_PROCESSING_MILLIS}.
+     */
     static final Duration QUIET_BOUND = Duration.ofSeconds(60);
     /** How long a capture may take to be confirmed or refunded once everything else is quiet. */
     static final Duration SETTLE_BOUND = Duration.ofSeconds(15);
     static final Duration OPERATOR_BOUND = Duration.ofSeconds(20);
-    /**
-     * How long a PAYMENT_UNRESOLVED purchase may take to settle once the provider answers again: it is
-     * asked every reconcile.max-backoff (1 s here), and a few lookups in a row may meet the lookup faults.
-     */
-    static final Duration RESOLVE_BOUND = Duration.ofSeconds(30);
     /** Answers after which a buyer tries again with its key, and how often. */
     static final Set<Integer> RETRIED = Set.of(500, 503, 504);
     static final int RETRIES = 3;
 
-    private static final Set<String> OPEN = Set.of("HELD", "PAYING", "PAYMENT_UNKNOWN");
     private static final String UNRESOLVED = MoneyVerdict.UNRESOLVED;
     /** Problem types that do not say "nothing was charged". */
     private static final Set<String> NOT_A_REFUSAL = Set.of("idempotency-key-in-flight", "idempotency-key-reused",
@@ -106,7 +115,7 @@ final class MoneyAudit {
     private final Set<String> faultStubs = new LinkedHashSet<>();
     /** The scheduled faults as they happened (epoch millis → what), for the notes; the proxy keeps its own windows. */
     private final List<Map.Entry<Long, String>> happened = new CopyOnWriteArrayList<>();
-    private final List<Long> killedAt = new CopyOnWriteArrayList<>();
+    private final List<MoneyVerdict.Kill> kills = new CopyOnWriteArrayList<>();
     private final AtomicInteger outages = new AtomicInteger();
     private final AtomicInteger cancelled = new AtomicInteger();
     /**
@@ -130,9 +139,11 @@ final class MoneyAudit {
     static Drill drill() {
         return new Drill(NAME,
                          "a seeded campaign: per-call payment faults (resets before/after capture, 4xx, 5xx, delays, late captures"
-                         + " and declines), lying and failing lookups, unreachable windows, refund/email outages, cancels, kill -9",
-                         "every capture is a CONFIRMED purchase or refunded once; no buyer told \"nothing was charged\" for a capture;"
-                         + " one capture and one key per purchase; I1-I4; every purchase terminal or shown to an operator; every key answered",
+                         + " and declines), lying and failing lookups, unreachable windows (connections refused or timing out),"
+                         + " refund/email outages, cancels, kill -9",
+                         "at the stated bound, faults on: every purchase terminal or shown to an operator; once the provider recovers:"
+                         + " every capture CONFIRMED or refunded once, nothing open; no buyer told \"nothing was charged\" for a capture;"
+                         + " one capture and one key per purchase; I1-I4; every key answered",
                          MoneyAudit::run).onItsOwnServer();
     }
 
@@ -140,7 +151,7 @@ final class MoneyAudit {
         long seed = settings.auditSeed() != null ? settings.auditSeed() : System.currentTimeMillis();
         int purchases = settings.auditPurchases();
         // One window that outlasts give-up-after costs its length in run time: only long runs get one.
-        Duration longWindow = GIVE_UP_AFTER != null && purchases >= 150 ? GIVE_UP_AFTER.plusSeconds(2) : null;
+        Duration longWindow = purchases >= 150 ? GIVE_UP_AFTER.plusSeconds(2) : null;
         MoneyAudit audit = new MoneyAudit(target, MoneyPlan.draw(seed, purchases, longWindow), findings);
         findings.figure("seed", seed);
         findings.figure("purchases", purchases);
@@ -152,12 +163,11 @@ final class MoneyAudit {
         } finally {
             // Whatever happened, the last line carries every figure, in the order the report promises.
             findings.figure("faults", audit.faultsInjected());
-            findings.figure("kills", audit.killedAt.size());
+            findings.figure("kills", audit.kills.size());
             findings.figure("captures", audit.verdict == null ? 0 : audit.verdict.captures());
             findings.figure("refunds", audit.verdict == null ? 0 : audit.verdict.refunds());
-            List<String> violations = new ArrayList<>(audit.ownViolations);
-            violations.addAll(audit.verdict == null ? List.of() : audit.verdict.violations());
-            findings.figure("violations", violations);
+            findings.figure("violations", audit.verdict == null ? audit.ownViolations.stream().map(MoneyVerdict.Violation::text).toList()
+                                                                : audit.verdict.violations());
         }
     }
 
@@ -185,19 +195,21 @@ final class MoneyAudit {
             buyersPhase();
             findings.note("buyers done in " + millisSince(buying) + " ms; final answers: " + describeFinals());
             noteFaultsAsTheyHappened();
-            long settling = System.nanoTime();
+            MoneyVerdict.AtBound atBound = atTheBound();
+            unresolvedListed();
+            long lifted = liftFaults();
             boolean quiet = awaitQuiet();
-            findings.note((quiet ? "quiet " : "NOT quiet ") + millisSince(settling) + " ms after the last buyer"
+            findings.note((quiet ? "quiet " : "NOT quiet ") + (System.currentTimeMillis() - lifted) + " ms after the faults lifted"
                           + " (and past the latest a late capture can appear)");
-            resolveUnresolved();
             operate();
             long accounting = System.nanoTime();
             boolean settled = await(SETTLE_BOUND, this::moneySettled);
             findings.note(settled ? "every capture accounted for " + millisSince(accounting) + " ms later"
                                   : "captures still unaccounted for after " + SETTLE_BOUND.toSeconds() + " s more");
-            verdict = MoneyVerdict.judge(new MoneyVerdict.Evidence(plan, startedAt, clients, own.target(), target, events, stubLabels,
-                                                                   proxy.windows(), killedAt, quiet, QUIET_BOUND, retriedRefunds,
-                                                                   operatorProblems), findings);
+            MoneyVerdict.Snapshot snapshot = MoneyVerdict.Snapshot.read(own.target(), target, events, true);
+            verdict = MoneyVerdict.judge(new MoneyVerdict.Evidence(plan, startedAt, clients, events, stubLabels, proxy.windows(), kills,
+                                                                   atBound, new MoneyVerdict.Quiet(lifted, quiet, QUIET_BOUND),
+                                                                   retriedRefunds, ownViolations), snapshot, findings);
         }
         // The database and the server logs are the evidence of a failing run; a passing one leaves nothing behind.
         if (findings.ok()) {
@@ -210,30 +222,31 @@ final class MoneyAudit {
     private long lastWindowAfterReset;
 
     /**
-     * The window (ms, 0 for none) that follows WireMock cutting a connection. Only after a cut charge
-     * (the lookups are cut often), and not again within 1.5 s: each window fails every purchase in its
+     * The window that follows WireMock cutting a connection, if any. Only after a cut charge (the
+     * lookups are cut often), and not again within 1.5 s: each window fails every purchase in its
      * checks, and back to back they would starve the payments the campaign is about.
      */
-    private long windowAfterReset(String request) {
+    private FaultProxy.Outage windowAfterReset(String request) {
         if (!request.startsWith("POST " + Faults.PAYMENTS + " ")) {
-            return 0;
+            return FaultProxy.Outage.NONE;
         }
         synchronized (resets) {
             if (System.currentTimeMillis() - lastWindowAfterReset < 1500) {
-                return 0;
+                return FaultProxy.Outage.NONE;
             }
-            int millis = plan.afterReset[resetTurn++ % plan.afterReset.length];
+            int turn = resetTurn++ % plan.afterReset.length;
+            int millis = plan.afterReset[turn];
             if (millis > 0) {
                 lastWindowAfterReset = System.currentTimeMillis();
             }
-            return millis;
+            return new FaultProxy.Outage(millis, plan.afterResetTimesOut[turn] ? FaultProxy.Door.TIMED_OUT : FaultProxy.Door.REFUSED);
         }
     }
 
     private void noteFaultsAsTheyHappened() {
         List<Map.Entry<Long, String>> faults = new ArrayList<>(happened);
         proxy.windows().forEach(w -> faults.add(Map.entry(w.startedAt(), "outside services unreachable "
-                + relative(w.startedAt()) + "–" + relative(w.endedAt()) + " (" + w.why() + ")")));
+                + relative(w.startedAt()) + "–" + relative(w.endedAt()) + " (" + w.describe() + ")")));
         faults.stream().sorted(Map.Entry.comparingByKey()).forEach(f -> findings.note(f.getValue()));
     }
 
@@ -327,15 +340,15 @@ final class MoneyAudit {
         return switch (action.kind()) {
             case KILL -> killer.submit(() -> {
                 // Kills queue up behind a restart: the moment is when it happens, not when it was due.
-                long at = System.currentTimeMillis();
-                servers.killAndRestart();
-                happened.add(Map.entry(at, "kill -9 at " + relative(at) + " (due at arrival " + action.atArrival()
-                                           + "); restarted on its database by " + relative(System.currentTimeMillis())));
+                MoneyVerdict.Kill kill = servers.killAndRestart();
+                happened.add(Map.entry(kill.at(), "kill -9 at " + relative(kill.at()) + " (due at arrival " + action.atArrival()
+                                                  + "); restarted on its database by " + relative(kill.restartedAt())));
             });
-            case UNREACHABLE -> work.submit(() -> {
+            case UNREACHABLE, UNREACHABLE_TIMING_OUT -> work.submit(() -> {
                 long at = System.currentTimeMillis();
+                FaultProxy.Door door = action.kind() == MoneyPlan.Kind.UNREACHABLE ? FaultProxy.Door.REFUSED : FaultProxy.Door.TIMED_OUT;
                 // A window already open ends within a second: this one follows it rather than being lost.
-                if (await(Duration.ofSeconds(2), () -> proxy.down("scheduled at arrival " + action.atArrival()))) {
+                if (await(Duration.ofSeconds(2), () -> proxy.down("scheduled at arrival " + action.atArrival(), door))) {
                     try {
                         sleep(action.millis());
                     } finally {
@@ -397,11 +410,12 @@ final class MoneyAudit {
 
     private Heard ask(Client client) {
         Target server = servers.target();
+        long sent = System.currentTimeMillis();
         Heard heard;
         try {
-            heard = Heard.of(server.purchase(client.key, client.body), System.currentTimeMillis());
+            heard = Heard.of(server.purchase(client.key, client.body), sent, System.currentTimeMillis());
         } catch (UncheckedIOException e) {
-            heard = new Heard(System.currentTimeMillis(), 0, "", "", null, 0, String.valueOf(e.getCause()));
+            heard = new Heard(sent, System.currentTimeMillis(), 0, "", "", null, 0, String.valueOf(e.getCause()));
         }
         client.heard.add(heard);
         return heard;
@@ -433,10 +447,125 @@ final class MoneyAudit {
         }
     }
 
-    // --- waiting for quiet, the operator ---
+    // --- the first phase: the bound, faults on ---
+
+    /** The stated bound, and what it is made of. */
+    record Bound(Duration total, String explained) {
+    }
 
     /**
-     * Until no purchase is HELD, PAYING or PAYMENT_UNKNOWN and no refund is pending; then past the
+     * How long after the last purchase started (or the last restart) every purchase is terminal or
+     * PAYMENT_UNRESOLVED, from the settings the campaign gives its server. A purchase's payment is
+     * known or unknown by purchase.deadline; one whose process was killed is recovered
+     * purchase.abandoned-after past its deadline, at the next sweep. An unknown payment is shown to
+     * an operator within reconcile.give-up-after + the longer of reconcile.interval and one question
+     * (two reconcile.call-timeout: a lookup, then the resend) — GUARANTEES.md. A question cut by a
+     * kill leaves a lease of 4 × call-timeout, shorter than that whole path. Plus
+     * {@link #MACHINE_MARGIN}.
+     */
+    static Bound stateBound(Map<String, String> settings) {
+        Duration deadline = duration(settings.get("purchase.deadline"));
+        Duration abandoned = duration(settings.get("purchase.abandoned-after"));
+        Duration sweep = duration(settings.get("purchase.sweep-interval"));
+        Duration giveUp = duration(settings.get("reconcile.give-up-after"));
+        Duration interval = duration(settings.get("reconcile.interval"));
+        Duration question = duration(settings.get("reconcile.call-timeout")).multipliedBy(2);
+        Duration reconcile = interval.compareTo(question) > 0 ? interval : question;
+        Duration total = deadline.plus(abandoned).plus(sweep).plus(giveUp).plus(reconcile).plus(MACHINE_MARGIN);
+        return new Bound(total, "deadline " + millis(deadline) + " + abandoned-after " + millis(abandoned) + " + sweep-interval "
+                                + millis(sweep) + " + give-up-after " + millis(giveUp) + " + max(reconcile.interval " + millis(interval)
+                                + ", 2 × call-timeout " + millis(question) + ") + " + millis(MACHINE_MARGIN) + " for this machine");
+    }
+
+    private static String millis(Duration d) {
+        return d.toMillis() % 1000 == 0 ? d.toSeconds() + " s" : d.toMillis() + " ms";
+    }
+
+    /** "800ms", "2s", "1m": the forms serverSettings uses. */
+    static Duration duration(String text) {
+        if (text.endsWith("ms")) {
+            return Duration.ofMillis(Long.parseLong(text.substring(0, text.length() - 2)));
+        }
+        long n = Long.parseLong(text.substring(0, text.length() - 1));
+        return switch (text.charAt(text.length() - 1)) {
+            case 's' -> Duration.ofSeconds(n);
+            case 'm' -> Duration.ofMinutes(n);
+            default -> throw new IllegalArgumentException("not a duration the campaign writes: " + text);
+        };
+    }
+
+    /**
+     * Waits until the stated bound has passed since the last purchase started (or the last restart,
+     * whose server recovers what a kill left), faults still on, and reads every purchase's state.
+     */
+    private MoneyVerdict.AtBound atTheBound() {
+        Bound bound = stateBound(serverSettings());
+        long lastStart = 0;
+        for (String id : allPurchases().keySet()) {
+            List<MoneyVerdict.Step> steps = MoneyVerdict.Snapshot.timeline(servers.target(), id);
+            lastStart = Math.max(lastStart, steps.isEmpty() ? 0 : steps.getFirst().startedAt());
+        }
+        long lastRestart = kills.stream().mapToLong(MoneyVerdict.Kill::restartedAt).max().orElse(0);
+        long anchor = Math.max(lastStart, lastRestart);
+        String anchoredOn = lastStart >= lastRestart ? "the last purchase started" : "the last restart";
+        long wait = anchor + bound.total().toMillis() - System.currentTimeMillis();
+        if (wait > 0) {
+            sleep((int) wait);
+        }
+        Map<String, String> states = allPurchases();
+        long checked = System.currentTimeMillis();
+        findings.note("the stated bound: " + bound.total().toMillis() + " ms after " + anchoredOn + " (" + relative(anchor)
+                      + "), faults still on: looked at " + relative(checked));
+        return new MoneyVerdict.AtBound(anchor, anchoredOn, bound.total(), bound.explained(), checked, states);
+    }
+
+    /**
+     * The purchases shown to an operator (PAYMENT_UNRESOLVED) must be listed for the operator. The
+     * reconciler may settle one while we look: the listing and the database must agree at some moment.
+     */
+    private void unresolvedListed() {
+        List<String> unresolved = purchasesIn(UNRESOLVED);
+        if (unresolved.isEmpty()) {
+            return;
+        }
+        AtomicInteger listed = new AtomicInteger();
+        Set<String> missing = new java.util.TreeSet<>();
+        boolean agreed = await(Duration.ofSeconds(5), () -> {
+            Set<String> inDatabase = Set.copyOf(purchasesIn(UNRESOLVED));
+            Set<String> inListing = new java.util.HashSet<>();
+            servers.target().purchasesIn(UNRESOLVED).path("items").forEach(item -> inListing.add(item.path("id").asText()));
+            listed.set(inListing.size());
+            missing.clear();
+            inDatabase.stream().filter(id -> !inListing.contains(id)).forEach(missing::add);
+            return missing.isEmpty() && Set.copyOf(purchasesIn(UNRESOLVED)).containsAll(inListing);
+        });
+        if (!findings.check(agreed, unresolved.size() + " purchases waited for an operator (" + UNRESOLVED + ", seats held); "
+                                    + "GET /purchases?state=" + UNRESOLVED + " listed them (" + listed.get() + " at the last look)")) {
+            ownViolations.add(new MoneyVerdict.Violation("GET /purchases?state=" + UNRESOLVED + " did not list " + missing,
+                                                         Set.copyOf(missing), Set.of()));
+        }
+    }
+
+    /** Breaches found before the verdict (the operator's listing); they join its violations. */
+    private final List<MoneyVerdict.Violation> ownViolations = new CopyOnWriteArrayList<>();
+
+    // --- the second phase: the provider recovers ---
+
+    /**
+     * The provider recovers, as it does in life: every stub of the plan goes, so every charge and
+     * lookup is answered truthfully by the file mappings and the ledger, and no reset opens a window.
+     * Returns when (epoch millis).
+     */
+    private long liftFaults() {
+        proxy.afterUpstreamReset(request -> FaultProxy.Outage.NONE);
+        stubLabels.keySet().forEach(target::unstub);
+        long lifted = System.currentTimeMillis();
+        findings.note("faults lifted at " + relative(lifted) + ": the provider answers every call and lookup truthfully from now on");
+        return lifted;
+    }
+
+    /**
+     * Until no purchase is open, PAYMENT_UNRESOLVED included, and no refund is pending; then past the
      * latest moment a late capture can still appear by itself, and quiet again.
      */
     private boolean awaitQuiet() {
@@ -452,91 +581,23 @@ final class MoneyAudit {
         return awaitUntil(until, this::quietNow);
     }
 
-    /**
-     * The purchases shown to an operator (PAYMENT_UNRESOLVED, past give-up-after while the provider
-     * could not be asked) must be listed for the operator, and must settle by themselves once the
-     * provider answers again — every unreachable window is over by now.
-     */
-    private void resolveUnresolved() {
-        List<String> unresolved = purchasesIn(UNRESOLVED);
-        if (unresolved.isEmpty()) {
-            return;
-        }
-        // The reconciler settles them while we look: the listing and the database must agree at some moment.
-        AtomicInteger listed = new AtomicInteger();
-        boolean agreed = await(Duration.ofSeconds(5), () -> {
-            Set<String> inDatabase = Set.copyOf(purchasesIn(UNRESOLVED));
-            Set<String> inListing = new java.util.HashSet<>();
-            servers.target().purchasesIn(UNRESOLVED).path("items").forEach(item -> inListing.add(item.path("id").asText()));
-            listed.set(inListing.size());
-            return inListing.containsAll(inDatabase) && Set.copyOf(purchasesIn(UNRESOLVED)).containsAll(inListing);
-        });
-        if (!findings.check(agreed, unresolved.size() + " purchases waited for an operator (PAYMENT_UNRESOLVED, seats held); "
-                                    + "GET /purchases?state=" + UNRESOLVED + " listed them (" + listed.get() + " at the last look)")) {
-            ownViolations.add("GET /purchases?state=" + UNRESOLVED + " did not list the purchases in that state");
-        }
-        // A buyer whose every later payment call is planned to fail (reset, 5xx, 422, too slow) never gets an
-        // answer for its key from the provider: its purchase rightly stays PAYMENT_UNRESOLVED, seats held.
-        Set<String> neverAnswered = unresolvedNeverAnswered();
-        if (!neverAnswered.isEmpty()) {
-            findings.note(neverAnswered.size() + " of them rightly stay PAYMENT_UNRESOLVED: every later call with their key is planned "
-                          + "to fail, so the provider never answers it (sending again is the only question left)");
-        }
-        long since = System.nanoTime();
-        boolean resolved = await(RESOLVE_BOUND, () -> neverAnswered.containsAll(purchasesIn(UNRESOLVED)));
-        List<String> left = purchasesIn(UNRESOLVED).stream().filter(id -> !neverAnswered.contains(id)).toList();
-        if (!findings.check(resolved, resolved
-                ? "once the provider answered again, every one it could answer was settled by the reconciler, " + millisSince(since) + " ms later"
-                : "still PAYMENT_UNRESOLVED " + RESOLVE_BOUND.toSeconds() + " s after the provider answered again: " + left)) {
-            left.forEach(id -> ownViolations.add(id + " stayed PAYMENT_UNRESOLVED although the provider answered"));
-        }
-    }
-
-    /** Breaches found before the verdict (the operator's view, settling after an outage); they join its violations. */
-    private final List<String> ownViolations = new CopyOnWriteArrayList<>();
-
-    /** The purchases now PAYMENT_UNRESOLVED whose buyer's every later payment call is planned to fail. */
-    private Set<String> unresolvedNeverAnswered() {
-        Set<String> found = new java.util.HashSet<>();
-        String prefix = "money-audit-" + plan.seed + "-";
+    /** Every purchase of the campaign and its state, as the database has them now. */
+    private Map<String, String> allPurchases() {
+        Map<String, String> states = new LinkedHashMap<>();
         for (String event : events) {
             for (JsonNode purchase : servers.target().invariants(event).path("purchases")) {
-                String key = purchase.path("idempotencyKey").asText("");
-                if (UNRESOLVED.equals(purchase.path("state").asText()) && key.startsWith(prefix)
-                    && plan.buyers.get(Integer.parseInt(key.substring(prefix.length()))).later().faulty()) {
-                    found.add(purchase.path("id").asText());
-                }
+                states.put(purchase.path("id").asText(), purchase.path("state").asText());
             }
         }
-        return found;
+        return states;
     }
 
     private List<String> purchasesIn(String state) {
-        List<String> found = new ArrayList<>();
-        for (String event : events) {
-            for (JsonNode purchase : servers.target().invariants(event).path("purchases")) {
-                if (state.equals(purchase.path("state").asText())) {
-                    found.add(purchase.path("id").asText());
-                }
-            }
-        }
-        return found;
+        return allPurchases().entrySet().stream().filter(p -> state.equals(p.getValue())).map(Map.Entry::getKey).toList();
     }
 
     private boolean quietNow() {
-        return openPurchases().isEmpty() && pending("refund") == 0;
-    }
-
-    private List<String> openPurchases() {
-        List<String> open = new ArrayList<>();
-        for (String event : events) {
-            for (JsonNode purchase : servers.target().invariants(event).path("purchases")) {
-                if (OPEN.contains(purchase.path("state").asText())) {
-                    open.add(purchase.path("id").asText() + " " + purchase.path("state").asText());
-                }
-            }
-        }
-        return open;
+        return allPurchases().values().stream().allMatch(MoneyVerdict.TERMINAL::contains) && pending("refund") == 0;
     }
 
     private int pending(String kind) {
@@ -548,7 +609,6 @@ final class MoneyAudit {
     }
 
     private final List<String> retriedRefunds = new ArrayList<>();
-    private final List<String> operatorProblems = new ArrayList<>();
 
     /**
      * The operator: every DEAD refund is money owed to a buyer, so each is retried
@@ -563,9 +623,10 @@ final class MoneyAudit {
             String purchase = item.path("purchaseId").asText();
             retriedRefunds.add(purchase);
             Answer answer = operator.on(servers.target().service()).retryOutbox(item.path("id").asText());
-            if (answer.status() >= 300) {
-                operatorProblems.add("POST /outbox/" + item.path("id").asText() + "/retry (refund of " + purchase + ") answered "
-                                     + answer.status() + " " + answer.type());
+            String said = "POST /outbox/" + item.path("id").asText() + "/retry (the refund of " + purchase + ") answered "
+                          + answer.status() + (answer.type().isEmpty() ? "" : " " + answer.type());
+            if (!findings.check(answer.status() < 300, "the operator queued a DEAD refund again: " + said)) {
+                ownViolations.add(MoneyVerdict.Violation.about(purchase, said));
             }
         }
         if (!retriedRefunds.isEmpty()) {
@@ -583,9 +644,10 @@ final class MoneyAudit {
         return dead;
     }
 
-    /** Every capture confirmed, refunded once or shown to an operator, and no refund pending. */
+    /** Every capture confirmed or refunded once, and no refund pending. */
     private boolean moneySettled() {
-        return MoneyVerdict.capturesAccountedFor(servers.target(), target, events) && pending("refund") == 0;
+        return MoneyVerdict.Snapshot.read(servers.target(), target, events, false).unaccountedCaptures().isEmpty()
+               && pending("refund") == 0;
     }
 
     private String relative(long epochMillis) {
@@ -615,9 +677,9 @@ final class MoneyAudit {
 
     // --- what a client heard ---
 
-    /** One answer a client got, or a request that was cut ({@code cut} says how). */
-    record Heard(long at, int status, String type, String state, String purchaseId, int retryAfterMillis, String cut) {
-        static Heard of(Answer answer, long at) {
+    /** One answer a client got to the request it sent at {@code sentAt}, or a request that was cut ({@code cut} says how). */
+    record Heard(long sentAt, long at, int status, String type, String state, String purchaseId, int retryAfterMillis, String cut) {
+        static Heard of(Answer answer, long sentAt, long at) {
             String type = "";
             String state = "";
             String id = null;
@@ -638,7 +700,7 @@ final class MoneyAudit {
             } catch (NumberFormatException e) {
                 // an HTTP date or garbage: the default pause
             }
-            return new Heard(at, answer.status(), type, state, id, retryAfter, null);
+            return new Heard(sentAt, at, answer.status(), type, state, id, retryAfter, null);
         }
 
         /** A client stops asking: neither cut, nor pending (202), nor "still in flight" — or shown to an operator. */
@@ -754,10 +816,13 @@ final class MoneyAudit {
             return currentTarget;
         }
 
-        synchronized void killAndRestart() {
+        synchronized MoneyVerdict.Kill killAndRestart() {
             current.kill();
-            killedAt.add(System.currentTimeMillis());
+            long at = System.currentTimeMillis();
             start();
+            MoneyVerdict.Kill kill = new MoneyVerdict.Kill(at, System.currentTimeMillis());
+            kills.add(kill);
+            return kill;
         }
 
         @Override
@@ -766,16 +831,21 @@ final class MoneyAudit {
         }
     }
 
-    /** Fast background work, so that a campaign settles in seconds rather than minutes. */
+    /**
+     * Fast background work, so that a campaign settles in seconds rather than minutes. The deadline,
+     * the call timeouts and the connect timeout are the defaults, written out because the stated bound
+     * is computed from them (and a connect must time out well within the deadline).
+     */
     static Map<String, String> serverSettings() {
         Map<String, String> settings = new LinkedHashMap<>();
+        settings.put("purchase.deadline", "800ms");
+        settings.put("outside.connect-timeout", "250ms");
         settings.put("reconcile.settle-time", "300ms");
         settings.put("reconcile.interval", "200ms");
+        settings.put("reconcile.call-timeout", "2s");
         settings.put("reconcile.backoff", "200ms");
         settings.put("reconcile.max-backoff", "1s");
-        if (GIVE_UP_AFTER != null) {
-            settings.put("reconcile.give-up-after", GIVE_UP_AFTER.toMillis() + "ms");
-        }
+        settings.put("reconcile.give-up-after", GIVE_UP_AFTER.toMillis() + "ms");
         settings.put("purchase.abandoned-after", "1s");
         settings.put("purchase.sweep-interval", "200ms");
         settings.put("outbox.interval", "200ms");

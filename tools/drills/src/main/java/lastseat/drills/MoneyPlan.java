@@ -14,8 +14,8 @@ import java.util.stream.IntStream;
 /**
  * What one money-audit campaign does, drawn from its seed before anything runs: the events, each
  * buyer (event, seats or quantity, arrival gap, and the answers its payment calls get), the cycle of
- * answers the provider's status lookups get, and the schedule of kills, unreachable windows and
- * refund/email outages, anchored on buyer arrivals. Same seed and size, same plan; what the server
+ * answers the provider's status lookups get, and the schedule of kills, unreachable windows (their
+ * connections refused or timing out) and refund/email outages, anchored on buyer arrivals. Same seed and size, same plan; what the server
  * makes of it (the interleaving) differs from run to run.
  *
  * <p>Every draw comes from one {@link SplittableRandom} in a fixed order, so adding a draw anywhere
@@ -130,7 +130,8 @@ final class MoneyPlan {
 
     enum Kind {
         KILL("kill -9 and restart"),
-        UNREACHABLE("every outside service unreachable"),
+        UNREACHABLE("every outside service unreachable, connections refused"),
+        UNREACHABLE_TIMING_OUT("every outside service unreachable, connections timing out"),
         REFUND_OUTAGE("refunds answer 503"),
         REFUND_REFUSAL("refunds answer 400 (permanent)"),
         EMAIL_OUTAGE("emails answer 503");
@@ -156,14 +157,18 @@ final class MoneyPlan {
     final List<Action> schedule;
     /** Window lengths (ms, 0 = none) taken in turn each time WireMock resets a connection. */
     final int[] afterReset;
+    /** Whether the window after the n-th reset lets connections time out (else they are refused), taken in turn too. */
+    final boolean[] afterResetTimesOut;
 
-    private MoneyPlan(long seed, int events, List<Buyer> buyers, List<Lookup> lookups, List<Action> schedule, int[] afterReset) {
+    private MoneyPlan(long seed, int events, List<Buyer> buyers, List<Lookup> lookups, List<Action> schedule, int[] afterReset,
+                      boolean[] afterResetTimesOut) {
         this.seed = seed;
         this.events = events;
         this.buyers = buyers;
         this.lookups = lookups;
         this.schedule = schedule;
         this.afterReset = afterReset;
+        this.afterResetTimesOut = afterResetTimesOut;
     }
 
     /**
@@ -206,9 +211,19 @@ final class MoneyPlan {
             // After the last arrival, while the last purchases' payments are still being settled.
             schedule.add(new Action(purchases, Kind.UNREACHABLE, (int) longWindow.toMillis()));
         }
-        schedule.sort(Comparator.comparingInt(Action::atArrival));
         int[] afterReset = IntStream.range(0, 32).map(i -> random.nextInt(2) == 0 ? 0 : between(random, 100, 300)).toArray();
-        return new MoneyPlan(seed, events, List.copyOf(buyers), lookups, List.copyOf(schedule), afterReset);
+        // Drawn last (see the class comment): connections that time out rather than being refused.
+        int timingOut = 1 + random.nextInt(purchases / 50 + 1);
+        for (int w = 0; w < timingOut; w++) {
+            schedule.add(new Action(between(random, purchases * 5 / 100, purchases * 95 / 100), Kind.UNREACHABLE_TIMING_OUT,
+                                    between(random, 100, 800)));
+        }
+        boolean[] afterResetTimesOut = new boolean[afterReset.length];
+        for (int i = 0; i < afterResetTimesOut.length; i++) {
+            afterResetTimesOut[i] = random.nextInt(2) == 0;
+        }
+        schedule.sort(Comparator.comparingInt(Action::atArrival));
+        return new MoneyPlan(seed, events, List.copyOf(buyers), lookups, List.copyOf(schedule), afterReset, afterResetTimesOut);
     }
 
     private static Buyer buyer(SplittableRandom random, int index, int events) {
@@ -288,6 +303,10 @@ final class MoneyPlan {
         lines.add("payment call 2: " + mix(buyers.stream().map(Buyer::second).toList()));
         lines.add("lookups cycle through: " + lookups.stream().map(l -> l.label).collect(Collectors.joining(", ")));
         lines.add("schedule: " + schedule.stream().map(Action::describe).collect(Collectors.joining("; ")));
+        long windows = IntStream.range(0, afterReset.length).filter(i -> afterReset[i] > 0).count();
+        long timingOut = IntStream.range(0, afterReset.length).filter(i -> afterReset[i] > 0 && afterResetTimesOut[i]).count();
+        lines.add("after a charge's connection is reset: a window in " + windows + " of every " + afterReset.length + " (100-300 ms; "
+                  + timingOut + " of them with connections timing out, the rest refused)");
         return lines;
     }
 

@@ -17,10 +17,11 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The money audit as {@code bin/test} runs it: a fixed seed and 50 buyers, against WireMock in this
- * JVM (with the ledger) and a lastseat process the campaign starts, kills and restarts itself. About
- * a minute. A failure prints the campaign's report: the seed, each check, and the history of every
- * buyer who met a broken rule; {@code bin/drill money-audit --seed <seed> --purchases 50} replays the
- * same plan against a separate WireMock.
+ * JVM (with the ledger) and a lastseat process the campaign starts, kills and restarts itself; both
+ * phases of its verdict (at the stated bound with faults on, then after the provider recovered).
+ * About half a minute. A failure prints the campaign's report: the seed, each check, and for each
+ * breach the history that shows it; {@code bin/drill money-audit --seed <seed> --purchases 50}
+ * replays the same plan against a separate WireMock.
  */
 class MoneyAuditTest {
     private static final long SEED = 20_260_601L;

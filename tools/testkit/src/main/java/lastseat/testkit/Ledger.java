@@ -56,14 +56,24 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
     public static final String FAILED = "failed";
     public static final String REFUNDED = "refunded";
 
-    /** What the provider decided for one key; {@code reason} is set only when {@code failed}. */
-    public record Payment(String id, String key, String purchaseId, String amount, String currency, String status, String reason) {
+    /**
+     * What the provider decided for one key; {@code reason} is set only when {@code failed};
+     * {@code processedAt} (epoch millis) is when it decided, 0 while the key is still pending.
+     */
+    public record Payment(String id, String key, String purchaseId, String amount, String currency, String status, String reason,
+                          long processedAt) {
         public boolean captured() {
             return CAPTURED.equals(status);
         }
+
+        Payment processedNow() {
+            return new Payment(id, key, purchaseId, amount, currency, status, reason, System.currentTimeMillis());
+        }
     }
 
-    public record Refund(String id, String key, String purchaseId, String paymentId, String amount, String currency, String status) {
+    /** A refund the provider made; {@code recordedAt} (epoch millis) is when. */
+    public record Refund(String id, String key, String purchaseId, String paymentId, String amount, String currency, String status,
+                         long recordedAt) {
     }
 
     public record Delivery(String key, String body, int times) {
@@ -76,7 +86,7 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
         }
 
         Entry processed() {
-            return new Entry(payment, null);
+            return new Entry(payment.processedNow(), null);
         }
     }
 
@@ -175,9 +185,9 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
      */
     private static Entry arrive(String key, Map<String, String> fields, Decision decision) {
         Payment payment = new Payment("pay_" + SEQUENCE.incrementAndGet(), key, fields.get("purchaseId"),
-                                      fields.get("amount"), fields.get("currency"), decision.status(), decision.reason());
+                                      fields.get("amount"), fields.get("currency"), decision.status(), decision.reason(), 0);
         if (decision.afterMillis() == 0) {
-            return new Entry(payment, null);
+            return new Entry(payment.processedNow(), null);
         }
         return new Entry(payment, LATE.schedule(() -> processLate(payment), decision.afterMillis(), TimeUnit.MILLISECONDS));
     }
@@ -208,7 +218,7 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
         }
         Map<String, String> fields = fields(request.getBodyAsString());
         Refund refund = REFUNDS.computeIfAbsent(key, k -> new Refund("ref_" + SEQUENCE.incrementAndGet(), k, fields.get("purchaseId"),
-                fields.get("paymentId"), fields.get("amount"), fields.get("currency"), REFUNDED));
+                fields.get("paymentId"), fields.get("amount"), fields.get("currency"), REFUNDED, System.currentTimeMillis()));
         return answer(stub, 201, json(refund));
     }
 
@@ -289,6 +299,17 @@ public final class Ledger implements ResponseDefinitionTransformerV2 {
         return "{\"id\":" + quote(p.id()) + ",\"idempotencyKey\":" + quote(p.key()) + ",\"purchaseId\":" + quote(p.purchaseId())
                + ",\"amount\":" + quote(p.amount()) + ",\"currency\":" + quote(p.currency()) + ",\"status\":" + quote(p.status())
                + (p.reason() == null ? "" : ",\"reason\":" + quote(p.reason())) + "}";
+    }
+
+    /** For the admin API: the payment with the moment the provider decided it, which its answers to lastseat do not carry. */
+    static String adminJson(Payment p) {
+        String json = json(p);
+        return json.substring(0, json.length() - 1) + ",\"processedAt\":" + p.processedAt() + "}";
+    }
+
+    static String adminJson(Refund r) {
+        String json = json(r);
+        return json.substring(0, json.length() - 1) + ",\"recordedAt\":" + r.recordedAt() + "}";
     }
 
     static String json(Refund r) {

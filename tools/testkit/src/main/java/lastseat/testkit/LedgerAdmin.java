@@ -10,10 +10,10 @@ import java.util.stream.Collectors;
 
 /**
  * {@code GET /__admin/ledger}: the payments the provider has processed ({@code payments}, each with
- * its status, captured or failed), the captured ones alone ({@code captures}: what a drill counts as
- * charges), the refunds (each naming its {@code paymentId}) and emails the stubs received, and the
- * most payment calls served at once. {@code DELETE /__admin/ledger} empties it. For drills that run
- * WireMock in its own process.
+ * its status, captured or failed, and {@code processedAt} in epoch millis), the captured ones alone
+ * ({@code captures}: what a drill counts as charges), the refunds (each naming its {@code paymentId},
+ * with {@code recordedAt}) and emails the stubs received, and the most payment calls served at once.
+ * {@code DELETE /__admin/ledger} empties it. For drills that run WireMock in its own process.
  */
 public final class LedgerAdmin implements AdminApiExtension {
     @Override
@@ -33,9 +33,9 @@ public final class LedgerAdmin implements AdminApiExtension {
     }
 
     private static String render() {
-        return "{\"payments\":[" + Ledger.payments().stream().map(Ledger::json).collect(Collectors.joining(","))
-               + "],\"captures\":[" + Ledger.captures().stream().map(Ledger::json).collect(Collectors.joining(","))
-               + "],\"refunds\":[" + Ledger.refunds().stream().map(Ledger::json).collect(Collectors.joining(","))
+        return "{\"payments\":[" + Ledger.payments().stream().map(Ledger::adminJson).collect(Collectors.joining(","))
+               + "],\"captures\":[" + Ledger.captures().stream().map(Ledger::adminJson).collect(Collectors.joining(","))
+               + "],\"refunds\":[" + Ledger.refunds().stream().map(Ledger::adminJson).collect(Collectors.joining(","))
                + "],\"emails\":[" + Ledger.emails().stream()
                        .map(d -> "{\"key\":\"" + d.key() + "\",\"times\":" + d.times() + "}").collect(Collectors.joining(","))
                + "],\"paymentsInFlight\":" + InFlight.current() + ",\"maxPaymentsInFlight\":" + InFlight.max() + "}";

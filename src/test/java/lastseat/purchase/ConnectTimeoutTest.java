@@ -1,0 +1,101 @@
+package lastseat.purchase;
+
+import lastseat.outside.Outside;
+import lastseat.payment.Charge;
+import lastseat.payment.PaymentGateway;
+import lastseat.payment.PaymentOrder;
+import lastseat.support.InProcess;
+import lastseat.work.Deadline;
+import lastseat.work.Timeline;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.math.BigDecimal;
+import java.net.ConnectException;
+import java.net.http.HttpConnectTimeoutException;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * Fast tier: what a payment makes of a connect that timed out. The JDK client throws
+ * {@link HttpConnectTimeoutException} only while its connection is not yet connected (its
+ * MultiExchange turns a timeout into it only then; a connected one is a plain HttpTimeoutException),
+ * so no byte of the request left, as a refused connection: alone it is "not sent", and after an
+ * attempt that may have reached the provider it must not clear "unknown". FaultProxyTest shows the
+ * same over a real socket: nothing reaches the provider while connects time out.
+ */
+@Tag("fast")
+class ConnectTimeoutTest {
+    private final InProcess app = InProcess.start(Map.of("payment.max-attempts", "2"));
+    private final Deque<IOException> failures = new ArrayDeque<>();
+    private final PaymentGateway payments = new PaymentGateway(new Failing(), app.config.payment());
+
+    @AfterEach
+    void close() {
+        app.close();
+    }
+
+    @Test
+    void aPaymentWhoseConnectTimedOutWasNotSentAndCanBeAnsweredNothingWasCharged() throws Exception {
+        failures.add(new HttpConnectTimeoutException("HTTP connect timed out"));
+
+        Charge charge = charge();
+
+        assertThat(charge).isInstanceOfSatisfying(Charge.NotSent.class, notSent -> assertThat(notSent.why())
+                .isEqualTo(Charge.NotSent.Why.UNREACHABLE));
+        assertThat(failures).as("not asked again: nothing left, and the provider is not reachable").isEmpty();
+        assertThat(payments.availablePermits()).as("permit back").isEqualTo(app.config.payment().permits());
+    }
+
+    @Test
+    void aConnectThatTimesOutAfterAResetLeavesThePaymentUnknown() throws Exception {
+        failures.addAll(List.of(new IOException("connection reset"), new HttpConnectTimeoutException("HTTP connect timed out")));
+
+        Charge charge = charge();
+
+        assertThat(charge).as("the reset request may have been captured").isInstanceOf(Charge.Unknown.class);
+        assertThat(failures).as("both attempts made").isEmpty();
+        assertThat(payments.availablePermits()).as("permit back").isEqualTo(app.config.payment().permits());
+    }
+
+    @Test
+    void aRefusedConnectionIsNotSentTooTheSameAnswerAsATimedOutConnect() throws Exception {
+        failures.add(new ConnectException("Connection refused"));
+
+        assertThat(charge()).isInstanceOf(Charge.NotSent.class);
+    }
+
+    private Charge charge() throws InterruptedException {
+        return payments.charge(new PaymentOrder("p-1", new BigDecimal("10.00"), "EUR", "tok_ok"),
+                               Deadline.after(Duration.ofSeconds(2), System.nanoTime()), new Timeline(app.clock));
+    }
+
+    /** Fails each request with the next scripted failure; none is left for a request the test did not expect. */
+    private final class Failing implements Outside {
+        @Override
+        public Answer post(String path, String json, Map<String, String> headers, Deadline deadline) throws IOException {
+            IOException next = failures.poll();
+            if (next == null) {
+                throw new AssertionError("an unexpected request: " + path);
+            }
+            throw next;
+        }
+
+        @Override
+        public Answer post(String path, String json, Map<String, String> headers, Duration timeout) throws IOException {
+            return post(path, json, headers, (Deadline) null);
+        }
+
+        @Override
+        public Answer get(String pathAndQuery, Duration timeout) {
+            throw new AssertionError("a charge does not look up");
+        }
+    }
+}
