@@ -1,6 +1,7 @@
 package lastseat.purchase;
 
 import lastseat.outside.Outside;
+import lastseat.work.Latency;
 import lastseat.payment.Charge;
 import lastseat.payment.PaymentGateway;
 import lastseat.payment.PaymentOrder;
@@ -35,7 +36,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class ConnectTimeoutTest {
     private final InProcess app = InProcess.start(Map.of("payment.max-attempts", "2"));
     private final Deque<IOException> failures = new ArrayDeque<>();
-    private final PaymentGateway payments = new PaymentGateway(new Failing(), app.config.payment());
+    private final PaymentGateway payments = new PaymentGateway(new Failing(), app.config.payment(), Latency.of(app.config.admission().callTime()));
 
     @AfterEach
     void close() {

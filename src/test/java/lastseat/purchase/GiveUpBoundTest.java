@@ -1,6 +1,7 @@
 package lastseat.purchase;
 
 import lastseat.config.ReconcileConfig;
+import lastseat.work.Latency;
 import lastseat.db.Sql;
 import lastseat.inventory.Order;
 import lastseat.outside.Outside;
@@ -58,7 +59,7 @@ class GiveUpBoundTest {
                                                         Deadline.after(app.config.purchase().deadline(), System.nanoTime()));
             assertThat(outcome).isInstanceOf(PurchaseOutcome.Pending.class);
         }
-        Reconciler reconciler = new Reconciler(app.purchases, new PaymentGateway(new SilentProvider(), app.config.payment()),
+        Reconciler reconciler = new Reconciler(app.purchases, new PaymentGateway(new SilentProvider(), app.config.payment(), Latency.of(app.config.admission().callTime())),
                                                config, app.clock);
         Duration oneQuestion = config.callTimeout().multipliedBy(2);
         Duration bound = config.giveUpAfter().plus(config.interval().compareTo(oneQuestion) > 0 ? config.interval() : oneQuestion);
