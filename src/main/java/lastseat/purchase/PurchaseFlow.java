@@ -24,8 +24,10 @@ import java.util.logging.Logger;
  * One purchase, the five steps of DESIGN.md: reserve, check, pay, confirm, and release on every
  * other path; how it ended comes back as a {@link PurchaseOutcome}, which speaks no HTTP.
  *
- * <p>Contract: the answer comes within the deadline plus a small slack (I5); an exception that
- * leaves {@link #purchase} means nothing was reserved; every outcome but {@link PurchaseOutcome.Pending}
+ * <p>Contract: the answer comes within the deadline plus a small slack (I5); a runtime exception that
+ * leaves {@link #purchase} means nothing was reserved, but an {@link Error} or an
+ * {@link InterruptedException} may leave after the reservation, even after the payment left — the
+ * caller answers those as pending ({@code PurchaseRoutes} tracks how far its purchase got); every outcome but {@link PurchaseOutcome.Pending}
  * leaves the purchase released or terminal (or, after a decline, on its way there by the state
  * machine alone); the flow's own thread is never interrupted by a deadline, so it always records
  * the outcome.
