@@ -101,9 +101,16 @@ final class MoneyAudit {
     static final int RETRIES = 3;
 
     private static final String UNRESOLVED = MoneyVerdict.UNRESOLVED;
-    /** Problem types that do not say "nothing was charged". */
-    private static final Set<String> NOT_A_REFUSAL = Set.of("idempotency-key-in-flight", "idempotency-key-reused",
-                                                            "payment-refunded");
+    /**
+     * The refusals of a purchase: the problem types that say its seats were released and nothing was
+     * charged (docs/API.md, "What an answer says about money"). Every other 4xx or 5xx is about the
+     * request — busy, a limit, bad input, the key's first request still running — and promises nothing
+     * about an earlier request with the same key.
+     */
+    static final Set<String> NOTHING_CHARGED = Set.of("payment-declined", "fraud-declined", "seats-taken", "sold-out",
+                                                      "hold-expired", "purchase-cancelled", "payment-refused",
+                                                      "check-unavailable", "payment-capacity-full", "payment-unavailable",
+                                                      "deadline-passed");
 
     private final Target target;
     private final MoneyPlan plan;
@@ -716,7 +723,7 @@ final class MoneyAudit {
 
         /** An answer that tells the buyer no money was taken. */
         boolean saysNothingCharged() {
-            return cut == null && (status >= 400 && !NOT_A_REFUSAL.contains(type)
+            return cut == null && (status >= 400 && NOTHING_CHARGED.contains(type)
                                    || status == 200 && ("RELEASED".equals(state) || "EXPIRED".equals(state)));
         }
 
