@@ -27,7 +27,10 @@ class DrillsOffTest {
 
         assertThat(invariants.status()).isEqualTo(404);
         assertThat(invariants.json().path("type").asText()).isEqualTo("urn:lastseat:problem:drills-disabled");
-        assertThat(stampede.status()).as("the service has no stampede at all: its unsafe booking lives in the drills").isEqualTo(404);
+        assertThat(stampede.status()).isEqualTo(404);
+        assertThat(stampede.json().path("type").asText()).as("no such route at all (a route that is off says drills-disabled): "
+                                                             + "the stampede's unsafe booking lives in the drills")
+                .isEqualTo("urn:lastseat:problem:not-found");
         assertThat(app.db().count("SELECT COUNT(*) FROM events")).isEqualTo(events);
         Invariants.resourcesCameBack(app);
     }
