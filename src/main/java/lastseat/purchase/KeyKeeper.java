@@ -42,12 +42,13 @@ final class KeyKeeper {
             if (token.isEmpty()) {
                 continue;
             }
-            if (state.isEmpty() || state.get().leavesNothing()) {
-                keys.forget(left.client(), left.key(), token.get());
-            } else {
-                keys.complete(left.client(), left.key(), token.get(), PurchaseAnswers.current(view.get()));
+            IdempotencyKeys.Ending ending = state.isEmpty() || state.get().leavesNothing()
+                    ? keys.forget(left.client(), left.key(), token.get())
+                    : keys.complete(left.client(), left.key(), token.get(), PurchaseAnswers.current(view.get()));
+            // KEPT (its purchase still holds something) and LOST (another took the key over) settled nothing.
+            if (ending == IdempotencyKeys.Ending.LET_GO || ending == IdempotencyKeys.Ending.STORED) {
+                settled++;
             }
-            settled++;
         }
         if (settled > 0) {
             LOG.info("settled " + settled + " Idempotency-Keys left in flight by a stopped process");

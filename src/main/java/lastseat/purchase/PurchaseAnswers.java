@@ -14,9 +14,10 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * The web edge of a purchase, in one place: every outcome of the flow, of the Idempotency-Key, of
- * the admission and of a cancel, and every failure that escapes a purchase, becomes its answer here —
- * its status, its body, and the tag its metric is counted under. A refusal becomes a {@link Problem},
+ * The web edge of a purchase, in one place: every outcome of the flow, of the Idempotency-Key and of
+ * the admission, and every failure that escapes a purchase, becomes its answer here — its status, its
+ * body, and the tag its metric is counted under (a cancel's answer is made here too, but is not a
+ * purchase's and is not counted). A refusal becomes a {@link Problem},
  * which {@link Edge} (the web edge's one mapper) turns into {@code application/problem+json} with its
  * {@code Retry-After}; its tag is its kind. Every other answer's tag is one of the names below.
  *
@@ -32,7 +33,6 @@ final class PurchaseAnswers {
     /** The tags of the answers that are not problems (a problem's tag is its kind). */
     static final String CONFIRMED = "confirmed";
     static final String PENDING = "pending";
-    static final String CANCELLED = "cancelled";
     static final String REPLAYED = "replayed";
     static final String RESUMED = "resumed";
 
@@ -204,13 +204,15 @@ final class PurchaseAnswers {
         return Reply.json(status, view.withoutTimeline(), "/purchases/" + view.id());
     }
 
-    Answer of(Purchases.Cancellation cancellation, String id) {
+    /** A cancel's answer: not a purchase's, so it carries no tag and is not counted among them. */
+    Reply of(Purchases.Cancellation cancellation, String id) {
         return switch (cancellation) {
-            case Purchases.Cancellation.Cancelled cancelled -> new Answer(purchase(200, cancelled.purchase()), CANCELLED);
-            case Purchases.Cancellation.Unknown unknown -> problem(Problem.notFound("unknown-purchase", "There is no purchase " + id));
+            case Purchases.Cancellation.Cancelled cancelled -> purchase(200, cancelled.purchase());
+            case Purchases.Cancellation.Unknown unknown -> problem(Problem.notFound("unknown-purchase", "There is no purchase " + id)).reply();
             case Purchases.Cancellation.NotCancellable no -> problem(new Problem(409, "purchase-not-cancellable",
                     "Purchase cannot be cancelled", "Purchase " + id + " is " + no.state()
-                    + "; only a purchase still HELD (before its payment) can be cancelled", Map.of("state", no.state().name())));
+                    + "; only a purchase still HELD (before its payment) can be cancelled", Map.of("state", no.state().name())))
+                    .reply();
         };
     }
 

@@ -575,7 +575,7 @@ public final class PurchaseRoutes implements HttpService {
 
     private void cancel(ServerRequest request, ServerResponse response) {
         String id = purchaseId(request);
-        answers.of(purchases.cancel(id, Optional.of(Caller.of(request).name())), id).reply().send(response);
+        answers.of(purchases.cancel(id, Optional.of(Caller.of(request).name())), id).send(response);
     }
 
     /** The keys this process claims, for tests that run a claimed purchase by hand. */

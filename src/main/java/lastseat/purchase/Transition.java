@@ -186,11 +186,6 @@ enum Transition {
         return key;
     }
 
-    /** When the move is made, for the docs and the tests. */
-    String when() {
-        return when;
-    }
-
     /** The row from {@code from} to {@code to}, if the table has one. */
     static Optional<Transition> between(PurchaseState from, PurchaseState to) {
         return Arrays.stream(values()).filter(t -> t.from == from && t.to == to).findFirst();
