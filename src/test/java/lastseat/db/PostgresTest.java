@@ -1,6 +1,6 @@
 package lastseat.db;
 
-import lastseat.support.FreshPostgres;
+import lastseat.testkit.FreshPostgres;
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
 import lastseat.testkit.Answer;

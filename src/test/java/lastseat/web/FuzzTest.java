@@ -6,7 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import lastseat.support.FreshPostgres;
+import lastseat.testkit.FreshPostgres;
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
 import lastseat.support.Leaks;

@@ -1,5 +1,6 @@
 package lastseat.drills;
 
+import lastseat.testkit.FreshPostgres;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import lastseat.testkit.Answer;
 import lastseat.testkit.Instance;

@@ -1,5 +1,6 @@
 package lastseat.drills;
 
+import lastseat.testkit.FreshPostgres;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import lastseat.testkit.Answer;

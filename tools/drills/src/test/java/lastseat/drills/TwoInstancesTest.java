@@ -1,5 +1,6 @@
 package lastseat.drills;
 
+import lastseat.testkit.FreshPostgres;
 import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
