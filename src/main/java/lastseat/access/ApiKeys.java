@@ -96,13 +96,19 @@ public final class ApiKeys {
     }
 
     public List<Listed> list() {
-        return db.read(c -> Sql.list(c, "SELECT name, role, max_in_flight, created_at, revoked_at FROM api_keys ORDER BY name",
-                                     rs -> new Listed(rs.getString(1), Role.of(rs.getString(2)), limit(rs.getObject(3)),
-                                                      Sql.instant(rs, 4).toString(), rs.getObject(5) != null)));
+        return db.read(c -> Sql.list(c, "SELECT " + LISTED + " FROM api_keys ORDER BY name", ApiKeys::listed));
     }
 
+    /** The key named {@code name}, read alone (not the whole list). */
     public Optional<Listed> find(String name) {
-        return list().stream().filter(k -> k.name().equals(name)).findFirst();
+        return db.read(c -> Sql.list(c, "SELECT " + LISTED + " FROM api_keys WHERE name = ?", ApiKeys::listed, name)).stream().findFirst();
+    }
+
+    private static final String LISTED = "name, role, max_in_flight, created_at, revoked_at";
+
+    private static Listed listed(java.sql.ResultSet rs) throws java.sql.SQLException {
+        return new Listed(rs.getString(1), Role.of(rs.getString(2)), limit(rs.getObject(3)), Sql.instant(rs, 4).toString(),
+                          rs.getObject(5) != null);
     }
 
     /** Revokes the key: true when it was in use until now, false when there is none by that name or it was revoked. */
