@@ -105,12 +105,8 @@ public final class OpsRoutes implements HttpService, AutoCloseable {
         List<Purchases.Listed> payments = new ArrayList<>(purchases.list(PurchaseState.PAYMENT_UNKNOWN, Optional.empty()));
         payments.addAll(purchases.list(PurchaseState.PAYMENT_UNRESOLVED, Optional.empty()));
         Instant now = clock.instant();
-        // Dead refunds first (money owed to a buyer), then the other dead rows: a burst of dead emails
-        // must not push a refund off the page.
-        List<OutboxQuery.Row> deadRows = new ArrayList<>(OutboxQuery.list(db, "DEAD", Optional.of("refund"), 0, MAX_WAITING));
-        OutboxQuery.list(db, "DEAD", MAX_WAITING).stream().filter(row -> !"refund".equals(row.kind()))
-                .limit(MAX_WAITING - deadRows.size()).forEach(deadRows::add);
-        List<Map<String, Object>> dead = deadRows.stream().map(row -> {
+        // Dead refunds first: a burst of dead emails must not push money owed to a buyer off the page.
+        List<Map<String, Object>> dead = OutboxQuery.deadRefundsFirst(db, MAX_WAITING).stream().map(row -> {
             Map<String, Object> item = new LinkedHashMap<>();
             item.put("id", row.id());
             item.put("kind", row.kind());

@@ -54,6 +54,17 @@ public final class OutboxQuery {
                                         + order + " OFFSET ? ROWS FETCH FIRST ? ROWS ONLY", OutboxQuery::row, args));
     }
 
+    /**
+     * At most {@code limit} DEAD rows, refunds (money owed to a buyer) first and then the rest, each newest
+     * first: what an operator must see first, in one read.
+     */
+    public static List<Row> deadRefundsFirst(Database db, int limit) {
+        return db.read(c -> Sql.list(c, "SELECT id, kind, purchase_id, dedupe_key, state, attempts, last_error, created_at, "
+                                        + "next_attempt_at, sent_at FROM outbox WHERE state = 'DEAD' "
+                                        + "ORDER BY CASE WHEN kind = 'refund' THEN 0 ELSE 1 END, created_at DESC, id "
+                                        + "FETCH FIRST ? ROWS ONLY", OutboxQuery::row, Math.max(0, limit)));
+    }
+
     /** How many rows are in {@code state} (PENDING, SENT or DEAD, any case). */
     public static int count(Database db, String state) {
         return count(db, state, Optional.empty());
