@@ -206,10 +206,9 @@ public final class PaymentGateway {
             return new Charge.Unknown("no payment permit free to ask again");
         }
         try {
-            Charge charge = post(order, http -> http.post(config.path(), body(order),
-                    Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), timeout)).charge();
-            return charge instanceof Charge.Captured || charge instanceof Charge.Declined ? charge
-                    : new Charge.Unknown("asked again: " + describe(charge));
+            Attempt attempt = post(order, http -> http.post(config.path(), body(order),
+                    Map.of("Idempotency-Key", idempotencyKey(order.purchaseId())), timeout));
+            return attempt.definite() ? attempt.charge() : new Charge.Unknown("asked again: " + describe(attempt.charge()));
         } finally {
             bulkhead.onComplete();
         }
