@@ -23,7 +23,7 @@ public final class Drills {
 
     static List<Drill> catalogue() {
         return Stream.of(CheckDrills.all().stream(), PaymentDrills.all().stream(), Stream.of(StampedeDrill.drill()),
-                         LifecycleDrills.all().stream(), Stream.of(MoneyAudit.drill()))
+                         LifecycleDrills.all().stream(), Stream.of(MoneyAudit.drill(), KillCommits.drill()))
                 .flatMap(s -> s).toList();
     }
 

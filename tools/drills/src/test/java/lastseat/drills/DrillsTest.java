@@ -54,7 +54,9 @@ class DrillsTest {
     }
 
     static List<String> drills() {
-        return Drills.catalogue().stream().map(Drill::name).filter(name -> !name.equals(MoneyAudit.NAME)).toList();
+        // The two campaigns have tests of their own (MoneyAuditTest, KillCommitsTest), sized for bin/test.
+        return Drills.catalogue().stream().map(Drill::name)
+                .filter(name -> !name.equals(MoneyAudit.NAME) && !name.equals(KillCommits.NAME)).toList();
     }
 
     @ParameterizedTest(name = "{0}")

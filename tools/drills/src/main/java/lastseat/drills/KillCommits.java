@@ -1,0 +1,328 @@
+package lastseat.drills;
+
+import io.helidon.config.Config;
+import io.helidon.config.ConfigSources;
+import lastseat.config.LastseatConfig;
+import lastseat.db.Database;
+import lastseat.db.Sql;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * kill -9 against a process committing to an H2 file: every commit the writer saw return must be in
+ * the file when it is opened again. A seeded campaign of rounds on one file: each round starts a writer
+ * process ({@link Writer}) that opens the file as the service does ({@link Database#open} with the
+ * service's {@code application.yaml}, so the same URL settings) and commits from eight threads — rows
+ * inserted, updated through six states and two in three deleted, so that whole chunks die and their
+ * space is freed — printing each commit after it returned. The campaign kills it with SIGKILL at a
+ * seeded moment, reads every line it printed (the pipe keeps them), opens the file and checks each row
+ * against its last printed commit: present with that state or a later one, or gone when its delete
+ * was printed.
+ *
+ * <p>Hazard: a kill loses a commit that had returned. That is the PAYING or the confirmation a buyer was
+ * answered for, and so a charge the database forgets. H2 2.5.252 does this when a commit's chunk goes
+ * into space the file has freed (see {@code Database.durable}): the unsafe arm reuses space and frees
+ * it at once ({@value #UNSAFE}) and must lose commits, or the campaign cannot see the loss; the safe
+ * arm is the service's own settings under the same pressure ({@value #SAFE}) and must lose none.
+ */
+final class KillCommits {
+    static final String NAME = "kill-commits";
+    static final String UNSAFE = ";REUSE_SPACE=TRUE;RETENTION_TIME=0";
+    static final String SAFE = ";RETENTION_TIME=0";
+    static final int ROUNDS = 20;
+    static final int UNSAFE_ROUNDS = 5;
+    static final int THREADS = 8;
+    static final int STATES = 6;
+    static final Duration MIN_RUN = Duration.ofMillis(200);
+    static final Duration MAX_RUN = Duration.ofMillis(2500);
+    static final Duration WRITER_START = Duration.ofSeconds(60);
+    private static final String DELETED = "0";
+    private static final String NO_ROW = "no row";
+    // Each open's migration check is not the campaign's finding; kept referenced so the level holds.
+    private static final java.util.logging.Logger MIGRATIONS = java.util.logging.Logger.getLogger("org.flywaydb");
+
+    static {
+        MIGRATIONS.setLevel(java.util.logging.Level.WARNING);
+    }
+
+    /**
+     * What a round found: commits printed, how many of them the reopened file lacked, the first few, the
+     * file's size. Of the lost, {@code vanished} are rows gone whole though their delete was never
+     * printed; the others went back to an older state (or came back after a printed delete), which is
+     * what losing the newest chunks looks like.
+     */
+    record Round(int round, long runMillis, long printed, int lost, int vanished, List<String> examples, long fileBytes) {
+        int wentBack() {
+            return lost - vanished;
+        }
+    }
+
+    private KillCommits() {
+    }
+
+    static Drill drill() {
+        return new Drill(NAME, "kill -9 of a process committing to an H2 file, from 8 threads",
+                         "with space reused the kills lose printed commits; with the service's settings none in "
+                         + ROUNDS + " rounds (H2 2.5.252 still loses a whole row at times: an open hazard)", KillCommits::run).onItsOwnServer();
+    }
+
+    private static void run(Target target, Settings settings, Findings findings) {
+        prove(settings.auditSeed() != null ? settings.auditSeed() : System.currentTimeMillis(), ROUNDS, findings);
+    }
+
+    /** Both arms: unsafe until it loses (at most {@value #UNSAFE_ROUNDS} rounds), then safe for {@code rounds}. */
+    static void prove(long seed, int rounds, Findings findings) {
+        findings.figure("seed", seed);
+        try {
+            List<Round> unsafe = arm("unsafe", seed, UNSAFE_ROUNDS, UNSAFE, true, findings);
+            findings.check(unsafe.stream().anyMatch(r -> r.lost() > 0),
+                           "unsafe: a kill lost commits that had returned, so a loss can be seen (seed " + seed + ")");
+            List<Round> safe = arm("safe", seed, rounds, SAFE, false, findings);
+            long printed = safe.stream().mapToLong(Round::printed).sum();
+            int wentBack = safe.stream().mapToInt(Round::wentBack).sum();
+            int vanished = safe.stream().mapToInt(Round::vanished).sum();
+            findings.figure("commits", printed);
+            findings.figure("wentBack", wentBack);
+            findings.figure("vanished", vanished);
+            findings.check(wentBack == 0, "safe: " + safe.size() + " kills, " + printed + " commits printed, " + wentBack
+                                          + " rows found older than printed: no kill lost the newest chunks (seed " + seed + ")");
+            // H2 2.5.252's second loss, not understood yet (docs/GUARANTEES.md): this check fails at times, and must.
+            findings.check(vanished == 0, "safe: " + vanished + " rows gone whole though their delete was never printed (seed " + seed + ")");
+        } catch (IOException e) {
+            findings.check(false, "the campaign could not run its writer: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            findings.check(false, "interrupted");
+        }
+    }
+
+    /** {@code KillCommits <seed> <rounds> [settings]}: one arm, its rounds printed; for trying settings by hand. */
+    public static void main(String[] args) throws Exception {
+        Path dir = Files.createTempDirectory("lastseat-kill-manual");
+        campaign(dir, Long.parseLong(args[0]), Integer.parseInt(args[1]), args.length > 2 ? args[2] : "", false,
+                 r -> System.out.println(r));
+    }
+
+    private static List<Round> arm(String name, long seed, int rounds, String urlSettings, boolean stopAtLoss, Findings findings)
+            throws IOException, InterruptedException {
+        Path dir = Files.createTempDirectory("lastseat-kill-" + name);
+        try {
+            return campaign(dir, seed, rounds, urlSettings, stopAtLoss, r -> findings.note(name + ": round " + r.round() + ", killed after " + r.runMillis() + " ms: "
+                                               + r.printed() + " commits printed, " + r.lost() + " missing (" + r.vanished() + " rows gone whole), file "
+                                               + r.fileBytes() / 1024 + " KB" + (r.examples().isEmpty() ? "" : "; " + r.examples())));
+        } finally {
+            try (var files = Files.walk(dir)) {
+                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
+            }
+        }
+    }
+
+    /**
+     * {@code rounds} rounds on a new file in {@code dir}; {@code urlSettings} is appended to the file's
+     * URL ({@code ""}: the service's own settings). Stops early once a round lost a commit when
+     * {@code stopAtLoss}.
+     */
+    static List<Round> campaign(Path dir, long seed, int rounds, String urlSettings, boolean stopAtLoss,
+                                java.util.function.Consumer<Round> each)
+            throws IOException, InterruptedException {
+        Random random = new Random(seed);
+        Map<Long, String> lastPrinted = new HashMap<>();
+        List<Round> results = new ArrayList<>();
+        long nextId = 1;
+        for (int round = 1; round <= rounds; round++) {
+            long runMillis = MIN_RUN.toMillis() + random.nextLong(MAX_RUN.toMillis() - MIN_RUN.toMillis());
+            Map<Long, String> printed = new ConcurrentHashMap<>();
+            AtomicLong lines = new AtomicLong();
+            runWriter(dir, urlSettings, nextId, random.nextLong(), Duration.ofMillis(runMillis), printed, lines);
+            lastPrinted.putAll(printed);
+            nextId = lastPrinted.keySet().stream().mapToLong(Long::longValue).max().orElse(0) + 1_000;
+            List<String> lost = check(dir, urlSettings, lastPrinted);
+            int vanished = (int) lost.stream().filter(l -> l.endsWith(NO_ROW)).count();
+            results.add(new Round(round, runMillis, lines.get(), lost.size(), vanished, lost.subList(0, Math.min(5, lost.size())),
+                                  Files.size(dir.resolve("kill.mv.db"))));
+            each.accept(results.getLast());
+            if (stopAtLoss && !lost.isEmpty()) {
+                break;
+            }
+        }
+        return results;
+    }
+
+    /** Starts a writer, lets it commit for {@code run} after it is ready, kills it, and collects every line it printed. */
+    private static void runWriter(Path dir, String urlSettings, long firstId, long seed, Duration run,
+                                  Map<Long, String> printed, AtomicLong lines) throws IOException, InterruptedException {
+        Process writer = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                                            "--enable-preview", "-cp", System.getProperty("java.class.path"),
+                                            Writer.class.getName(), dir.toString(), urlSettings, Long.toString(firstId),
+                                            Long.toString(seed))
+                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        CountDownLatch ready = new CountDownLatch(1);
+        Thread reader = Thread.ofPlatform().start(() -> {
+            try (BufferedReader in = new BufferedReader(new InputStreamReader(writer.getInputStream(), StandardCharsets.UTF_8))) {
+                for (String line; (line = in.readLine()) != null; ) {
+                    if (line.equals("ready")) {
+                        ready.countDown();
+                        continue;
+                    }
+                    String[] idState = line.split(" ");
+                    if (idState.length == 2) {
+                        printed.put(Long.parseLong(idState[0]), idState[1]);
+                        lines.incrementAndGet();
+                    }
+                }
+            } catch (IOException e) {
+                // The pipe ends with the writer; what was read stays.
+            }
+        });
+        try {
+            if (!ready.await(WRITER_START.toMillis(), TimeUnit.MILLISECONDS)) {
+                throw new IllegalStateException("the writer did not open the database within " + WRITER_START.toSeconds() + " s");
+            }
+            Thread.sleep(run);
+        } finally {
+            writer.destroyForcibly();   // SIGKILL on Linux: no shutdown hook, no close
+            writer.waitFor();
+            reader.join();
+        }
+    }
+
+    /** Opens the file as a restarted service would and lists each printed commit it lacks (this round's losses only). */
+    private static List<String> check(Path dir, String urlSettings, Map<Long, String> lastPrinted) {
+        Map<Long, String> found = new HashMap<>();
+        try (Database db = open(dir, urlSettings)) {
+            db.read(c -> {
+                try (ResultSet rs = c.createStatement().executeQuery("SELECT id, state FROM kill_rows")) {
+                    while (rs.next()) {
+                        found.put(rs.getLong(1), Integer.toString(rs.getInt(2)));
+                    }
+                }
+                return null;
+            });
+        }
+        List<String> lost = new ArrayList<>();
+        Map<Long, String> truth = new HashMap<>();
+        lastPrinted.forEach((id, state) -> {
+            String now = found.get(id);
+            boolean kept = state.equals(DELETED) ? now == null
+                    : now != null ? Integer.parseInt(now) >= Integer.parseInt(state)
+                    : Integer.parseInt(state) == STATES && deletedAtTheEnd(id);   // its delete returned, unprinted
+            if (!kept) {
+                lost.add("row " + id + ": printed " + (state.equals(DELETED) ? "deleted" : "state " + state)
+                         + ", the file has " + (now == null ? NO_ROW : "state " + now));
+                truth.put(id, now == null ? DELETED : now);
+            }
+        });
+        // A loss is counted in the round that made it; later rounds hold the file to what it now has.
+        lastPrinted.putAll(truth);
+        return lost;
+    }
+
+    /**
+     * The file opened as the service opens it; {@code settings} is {@code ;H2_SETTING=value} pieces
+     * added to the URL and {@code key=value} overrides of the service's configuration, separated by spaces.
+     */
+    static Database open(Path dir, String settings) {
+        Map<String, String> overrides = new HashMap<>();
+        StringBuilder url = new StringBuilder("jdbc:h2:file:" + dir.resolve("kill").toAbsolutePath());
+        for (String setting : settings.split(" ")) {
+            if (setting.startsWith("jdbc:h2:")) {
+                url = new StringBuilder(setting + dir.resolve("kill").toAbsolutePath());
+            } else if (setting.startsWith(";")) {
+                url.append(setting);
+            } else if (!setting.isEmpty()) {
+                String[] kv = setting.split("=", 2);
+                overrides.put(kv[0], kv[1]);
+            }
+        }
+        overrides.put("db.url", url.toString());
+        LastseatConfig config = LastseatConfig.from(Config.just(ConfigSources.create(overrides),
+                                                                ConfigSources.classpath("application.yaml")));
+        Database db = Database.open(config.db());
+        db.inTransaction(c -> Sql.update(c, "CREATE TABLE IF NOT EXISTS kill_rows (id BIGINT PRIMARY KEY, state INT NOT NULL, "
+                                            + "pad VARCHAR(400) NOT NULL)"));
+        db.inTransaction(c -> Sql.update(c, "CREATE INDEX IF NOT EXISTS kill_rows_state ON kill_rows (state, id)"));
+        return db;
+    }
+
+    /** Two rows in three are deleted after their last state, so that chunks go sparse; which ones is fixed, so the check knows. */
+    static boolean deletedAtTheEnd(long id) {
+        return id % 3 != 0;
+    }
+
+    /**
+     * The process that is killed: commits until it dies, printing {@code <id> <state>} after each
+     * commit returned ({@code 0}: the row's delete), and {@code ready} once the database is open.
+     */
+    static final class Writer {
+        private Writer() {
+        }
+
+        public static void main(String[] args) throws InterruptedException {
+            Path dir = Path.of(args[0]);
+            String urlSettings = args[1];
+            AtomicLong ids = new AtomicLong(Long.parseLong(args[2]));
+            long seed = Long.parseLong(args[3]);
+            PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), false, StandardCharsets.UTF_8);
+            Database db = open(dir, urlSettings);
+            out.println("ready");
+            out.flush();
+            List<Thread> threads = new ArrayList<>();
+            for (int t = 0; t < THREADS; t++) {
+                Random random = new Random(seed + t);
+                threads.add(Thread.ofPlatform().start(() -> {
+                    while (true) {
+                        long id = ids.getAndIncrement();
+                        commit(db, out, id, 1, c -> Sql.update(c, "INSERT INTO kill_rows (id, state, pad) VALUES (?, 1, ?)", id, pad(random)));
+                        for (int state = 2; state <= STATES; state++) {
+                            int s = state;
+                            commit(db, out, id, s, c -> Sql.update(c, "UPDATE kill_rows SET state = ?, pad = ? WHERE id = ?", s, pad(random), id));
+                        }
+                        if (deletedAtTheEnd(id)) {
+                            commit(db, out, id, 0, c -> Sql.update(c, "DELETE FROM kill_rows WHERE id = ?", id));
+                        }
+                    }
+                }));
+            }
+            for (Thread thread : threads) {
+                thread.join();
+            }
+        }
+
+        private static void commit(Database db, PrintStream out, long id, int state, Database.SqlWork<Integer> work) {
+            int rows = db.inTransaction(work);
+            if (rows != 1) {
+                throw new IllegalStateException("row " + id + " state " + state + ": " + rows + " rows");
+            }
+            synchronized (out) {
+                out.println(id + " " + state);
+                out.flush();
+            }
+        }
+
+        private static String pad(Random random) {
+            StringBuilder pad = new StringBuilder();
+            int length = 50 + random.nextInt(350);
+            for (int i = 0; i < length; i++) {
+                pad.append((char) ('a' + random.nextInt(26)));
+            }
+            return pad.toString();
+        }
+    }
+}
