@@ -18,9 +18,11 @@ import java.sql.SQLException;
  */
 public final class Database implements AutoCloseable {
     private final HikariDataSource pool;
+    private final int finishedAtOpen;
 
-    private Database(HikariDataSource pool) {
+    private Database(HikariDataSource pool, int finishedAtOpen) {
         this.pool = pool;
+        this.finishedAtOpen = finishedAtOpen;
     }
 
     public static Database open(DbConfig config) {
@@ -34,15 +36,17 @@ public final class Database implements AutoCloseable {
         hikari.setConnectionTimeout(config.connectionTimeout().toMillis());
         hikari.setAutoCommit(true);
         hikari.setConnectionInitSql(lockTimeoutSql(config));
+        int finished = 0;
+        if (hikari.getJdbcUrl().startsWith("jdbc:h2:")) {
+            // Before the pool opens its connections: nobody else may be inside a commit while it runs.
+            try (Connection c = java.sql.DriverManager.getConnection(hikari.getJdbcUrl(), config.user(), config.password())) {
+                finished = H2Leftovers.finish(c);
+            } catch (SQLException e) {
+                throw new DatabaseException(e);
+            }
+        }
         HikariDataSource pool = new HikariDataSource(hikari);
         try {
-            if (hikari.getJdbcUrl().startsWith("jdbc:h2:")) {
-                try (Connection c = pool.getConnection()) {
-                    H2Leftovers.finish(c);
-                } catch (SQLException e) {
-                    throw new DatabaseException(e);
-                }
-            }
             Flyway.configure().dataSource(pool).locations("classpath:db/migration")
                     .javaMigrations(new V3__Payment_unresolved())
                     .load().migrate();
@@ -50,7 +54,12 @@ public final class Database implements AutoCloseable {
             pool.close();
             throw e;
         }
-        return new Database(pool);
+        return new Database(pool, finished);
+    }
+
+    /** How many commits a stopped process left half applied this open finished (H2 only; see {@link H2Leftovers}). */
+    public int finishedAtOpen() {
+        return finishedAtOpen;
     }
 
     /**

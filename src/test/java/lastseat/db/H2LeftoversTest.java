@@ -11,8 +11,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The repair of commits a crash left half applied needs two package-private methods of H2: an H2
- * without them fails here, in the build, before it could open a file with half a commit in it. The
- * repair itself is proven by kill -9 in {@code KillCommitsTest} and {@code bin/drill kill-commits}.
+ * without them fails here, in the build, before it could open a file with half a commit in it; and it
+ * never touches a database another session has open, whose live transactions look like leftovers. The
+ * repair itself meets real leftovers under kill -9 in {@code KillCommitsTest} and {@code bin/drill
+ * kill-commits}, which count the ones it finished.
  */
 class H2LeftoversTest {
 
@@ -24,7 +26,7 @@ class H2LeftoversTest {
     }
 
     @Test
-    void aCommitLeftOpenIsNotALeftoverToFinish(@TempDir Path dir) throws Exception {
+    void aDatabaseAlreadyOpenInThisProcessIsLeftAloneWithItsLiveTransactions(@TempDir Path dir) throws Exception {
         String url = Database.durable("jdbc:h2:file:" + dir.resolve("open"));
         try (Connection writer = DriverManager.getConnection(url, "sa", "");
              Connection other = DriverManager.getConnection(url, "sa", "")) {
@@ -32,7 +34,7 @@ class H2LeftoversTest {
             writer.setAutoCommit(false);
             writer.createStatement().execute("INSERT INTO t VALUES (1)");
 
-            assertThat(H2Leftovers.finish(other)).as("an open transaction is not committed: H2 rolls it back, not us").isZero();
+            assertThat(H2Leftovers.finish(other)).as("a second session: the first opener's run saw the leftovers").isZero();
             assertThat(other.createStatement().executeQuery("SELECT COUNT(*) FROM t")).satisfies(rs -> {
                 rs.next();
                 assertThat(rs.getInt(1)).isZero();

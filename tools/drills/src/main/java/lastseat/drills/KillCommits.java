@@ -45,13 +45,14 @@ final class KillCommits {
     static final String UNSAFE = ";REUSE_SPACE=TRUE;RETENTION_TIME=0";
     static final String SAFE = "";
     static final int ROUNDS = 20;
-    static final int UNSAFE_ROUNDS = 5;
+    static final int UNSAFE_ROUNDS = 10;
     static final int THREADS = 8;
     static final int STATES = 6;
     static final Duration MIN_RUN = Duration.ofMillis(200);
     static final Duration MAX_RUN = Duration.ofMillis(2500);
     static final Duration WRITER_START = Duration.ofSeconds(60);
     private static final String DELETED = "0";
+    private static final int DELETING = STATES + 1;
     private static final String NO_ROW = "no row";
     // Each open's migration check is not the campaign's finding; kept referenced so the level holds.
     private static final java.util.logging.Logger MIGRATIONS = java.util.logging.Logger.getLogger("org.flywaydb");
@@ -64,10 +65,10 @@ final class KillCommits {
      * What a round found: commits printed, how many of them the reopened file lacked (a row older than
      * printed, or its table and its index disagreeing: a commit left half applied), the first few, the
      * writer's threads that died of an exception (they stop committing, so the round proves less), the
-     * file's size.
+     * commits the kill left half applied that the reopening finished ({@code H2Leftovers}), the file's size.
      */
     record Round(int round, long runMillis, long printed, int lost, List<String> examples, List<String> writerErrors,
-                 long fileBytes) {
+                 int finishedAtOpen, long fileBytes) {
     }
 
     private KillCommits() {
@@ -96,6 +97,7 @@ final class KillCommits {
             long died = safe.stream().mapToLong(r -> r.writerErrors().size()).sum();
             findings.figure("commits", printed);
             findings.figure("lost", lost);
+            findings.figure("finishedAtOpen", safe.stream().mapToInt(Round::finishedAtOpen).sum());
             findings.check(lost == 0, "safe: " + safe.size() + " kills, " + printed + " commits printed, " + lost
                                       + " missing or half applied after the restart (seed " + seed + ")");
             findings.check(died == 0, "safe: no writer thread died of an exception (" + died + " did)");
@@ -119,7 +121,8 @@ final class KillCommits {
         Path dir = Files.createTempDirectory("lastseat-kill-" + name);
         try {
             return campaign(dir, seed, rounds, urlSettings, stopAtLoss, r -> findings.note(name + ": round " + r.round() + ", killed after " + r.runMillis() + " ms: "
-                                               + r.printed() + " commits printed, " + r.lost() + " missing, file "
+                                               + r.printed() + " commits printed, " + r.lost() + " missing, "
+                                               + r.finishedAtOpen() + " half applied finished at the reopening, file "
                                                + r.fileBytes() / 1024 + " KB" + (r.examples().isEmpty() ? "" : "; " + r.examples())
                                                + (r.writerErrors().isEmpty() ? "" : "; writer threads died: " + r.writerErrors())));
         } finally {
@@ -149,9 +152,10 @@ final class KillCommits {
             runWriter(dir, urlSettings, nextId, random.nextLong(), Duration.ofMillis(runMillis), printed, lines, writerErrors);
             lastPrinted.putAll(printed);
             nextId = lastPrinted.keySet().stream().mapToLong(Long::longValue).max().orElse(0) + 1_000;
-            List<String> lost = check(dir, urlSettings, lastPrinted);
+            int[] finishedAtOpen = new int[1];
+            List<String> lost = check(dir, urlSettings, lastPrinted, finishedAtOpen);
             results.add(new Round(round, runMillis, lines.get(), lost.size(), lost.subList(0, Math.min(5, lost.size())),
-                                  writerErrors, Files.size(dir.resolve("kill.mv.db"))));
+                                  writerErrors, finishedAtOpen[0], Files.size(dir.resolve("kill.mv.db"))));
             each.accept(results.getLast());
             if (stopAtLoss && !lost.isEmpty()) {
                 break;
@@ -200,10 +204,11 @@ final class KillCommits {
     }
 
     /** Opens the file as a restarted service would and lists each printed commit it lacks (this round's losses only). */
-    private static List<String> check(Path dir, String urlSettings, Map<Long, String> lastPrinted) {
+    private static List<String> check(Path dir, String urlSettings, Map<Long, String> lastPrinted, int[] finishedAtOpen) {
         Map<Long, String> found = new HashMap<>();
         Map<Long, String> indexed = new HashMap<>();
         try (Database db = open(dir, urlSettings)) {
+            finishedAtOpen[0] = db.finishedAtOpen();
             // The table's own rows (pad is in no index), and the same through the covering index: a
             // commit left half applied shows as the two disagreeing.
             read(db, "SELECT id, state, pad FROM kill_rows", found);
@@ -221,10 +226,10 @@ final class KillCommits {
         lastPrinted.forEach((id, state) -> {
             String now = found.get(id);
             boolean kept = state.equals(DELETED) ? now == null
-                    : now != null ? Integer.parseInt(now) >= Integer.parseInt(state)
-                    : Integer.parseInt(state) == STATES && deletedAtTheEnd(id);   // its delete returned, unprinted
+                    : Integer.parseInt(state) == DELETING ? now == null || Integer.parseInt(now) == STATES
+                    : now != null && Integer.parseInt(now) >= Integer.parseInt(state);
             if (!kept) {
-                lost.add("row " + id + ": printed " + (state.equals(DELETED) ? "deleted" : "state " + state)
+                lost.add("row " + id + ": printed " + (state.equals(DELETED) ? "deleted" : Integer.parseInt(state) == DELETING ? "deleting" : "state " + state)
                          + ", the file has " + describe(now));
                 truth.put(id, now == null ? DELETED : now);
             }
@@ -310,6 +315,8 @@ final class KillCommits {
                             commit(db, out, id, s, c -> Sql.update(c, "UPDATE kill_rows SET state = ?, pad = ? WHERE id = ?", s, pad(random), id));
                         }
                         if (deletedAtTheEnd(id)) {
+                            // Said before the delete, so that a row missing without it is a loss, not a delete unprinted.
+                            print(out, id, DELETING);
                             commit(db, out, id, 0, c -> Sql.update(c, "DELETE FROM kill_rows WHERE id = ?", id));
                         }
                     }
@@ -325,6 +332,10 @@ final class KillCommits {
             if (rows != 1) {
                 throw new IllegalStateException("row " + id + " state " + state + ": " + rows + " rows");
             }
+            print(out, id, state);
+        }
+
+        private static void print(PrintStream out, long id, int state) {
             synchronized (out) {
                 out.println(id + " " + state);
                 out.flush();
