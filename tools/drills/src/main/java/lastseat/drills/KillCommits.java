@@ -27,10 +27,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * process ({@link Writer}) that opens the file as the service does ({@link Database#open} with the
  * service's {@code application.yaml}, so the same URL settings) and commits from eight threads — rows
  * inserted, updated through six states and two in three deleted, so that whole chunks die and their
- * space is freed — printing each commit after it returned. The campaign kills it with SIGKILL at a
- * seeded moment, reads every line it printed (the pipe keeps them), opens the file and checks each row
- * against its last printed commit: present with that state or a later one, or gone when its delete
- * was printed.
+ * space is freed — printing each commit after it returned, and each delete before it runs, into a
+ * file. The campaign kills it with SIGKILL at a seeded moment, reads that file, opens the database and
+ * checks each row against its last line: present with that state or a later one, or gone once its
+ * delete was announced.
  *
  * <p>Hazard: a kill loses a commit that had returned. That is the PAYING or the confirmation a buyer was
  * answered for, and so a charge the database forgets. H2 2.5.252 does it two ways: a commit's chunk put
