@@ -71,7 +71,8 @@ public final class Database implements AutoCloseable {
      * closes itself, which H2 takes for a broken disk and closes the whole database; so the file is
      * opened through H2's {@code async:} file system (an AsynchronousFileChannel, which an interrupt
      * does not close; the interrupt stays set). A {@code jdbc:h2:file:} URL becomes
-     * {@code jdbc:h2:async:…;WRITE_DELAY=0} — the same file. (H2 does not fsync: a power cut can still
+     * {@code jdbc:h2:async:…;WRITE_DELAY=0} — the same file; so does a URL that names a path with no
+     * scheme ({@code jdbc:h2:./data/x}), which H2 opens as a file too. (H2 does not fsync: a power cut can still
      * lose the last commits; PostgreSQL is the answer there.)
      *
      * <p>And {@code REUSE_SPACE=FALSE}: every commit's chunk is appended at the end of the file. H2
@@ -84,7 +85,9 @@ public final class Database implements AutoCloseable {
      * on a kill, commits left half applied, is {@link H2Leftovers}'.)
      */
     static String durable(String url) {
-        String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length()) : url;
+        String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length())
+                : isPlainH2Path(url) ? "jdbc:h2:async:" + url.substring("jdbc:h2:".length())
+                : url;
         if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("WRITE_DELAY")) {
             durable += ";WRITE_DELAY=0";
         }
@@ -96,6 +99,15 @@ public final class Database implements AutoCloseable {
             durable += ";DB_CLOSE_ON_EXIT=FALSE";
         }
         return durable;
+    }
+
+    /**
+     * {@code jdbc:h2:./data/x}, {@code jdbc:h2:~/x}, {@code jdbc:h2:/srv/x}: H2 opens a file for a URL
+     * without a scheme (mem:, tcp:, async:…; a one-letter "scheme" is a Windows drive), so it needs the
+     * same settings as a {@code file:} URL, or a kill loses commits.
+     */
+    private static boolean isPlainH2Path(String url) {
+        return url.startsWith("jdbc:h2:") && !url.substring("jdbc:h2:".length()).matches("(?s)[A-Za-z][A-Za-z0-9]+:.*");
     }
 
     /** Each database says it its own way; an unknown one is left with its default. */
