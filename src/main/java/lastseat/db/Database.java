@@ -36,16 +36,18 @@ public final class Database implements AutoCloseable {
         hikari.setConnectionTimeout(config.connectionTimeout().toMillis());
         hikari.setAutoCommit(true);
         hikari.setConnectionInitSql(lockTimeoutSql(config));
-        int finished = 0;
-        if (hikari.getJdbcUrl().startsWith("jdbc:h2:")) {
-            // Before the pool opens its connections: nobody else may be inside a commit while it runs.
-            try (Connection c = java.sql.DriverManager.getConnection(hikari.getJdbcUrl(), config.user(), config.password())) {
-                finished = H2Leftovers.finish(c);
-            } catch (SQLException e) {
-                throw new DatabaseException(e);
-            }
+        int finished;
+        HikariDataSource pool;
+        // The repair runs before the pool opens its connections: nobody else may be inside a commit then.
+        // Its connection stays open until the pool holds one (Hikari opens one as it is built): H2 closes
+        // a database, compacting its file, with its last connection, and the pool would open it again.
+        try (Connection repair = hikari.getJdbcUrl().startsWith("jdbc:h2:")
+                ? java.sql.DriverManager.getConnection(hikari.getJdbcUrl(), config.user(), config.password()) : null) {
+            finished = repair == null ? 0 : H2Leftovers.finish(repair);
+            pool = new HikariDataSource(hikari);
+        } catch (SQLException e) {
+            throw new DatabaseException(e);
         }
-        HikariDataSource pool = new HikariDataSource(hikari);
         try {
             Flyway.configure().dataSource(pool).locations("classpath:db/migration")
                     .javaMigrations(new V3__Payment_unresolved())

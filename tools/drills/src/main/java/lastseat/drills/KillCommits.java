@@ -112,8 +112,12 @@ final class KillCommits {
     /** {@code KillCommits <seed> <rounds> [settings]}: one arm, its rounds printed; for trying settings by hand. */
     public static void main(String[] args) throws Exception {
         Path dir = Files.createTempDirectory("lastseat-kill-manual");
-        campaign(dir, Long.parseLong(args[0]), Integer.parseInt(args[1]), args.length > 2 ? args[2] : "", false,
-                 r -> System.out.println(r));
+        try {
+            campaign(dir, Long.parseLong(args[0]), Integer.parseInt(args[1]), args.length > 2 ? args[2] : "", false,
+                     r -> System.out.println(r));
+        } finally {
+            MoneyAudit.deleteQuietly(dir);
+        }
     }
 
     private static List<Round> arm(String name, long seed, int rounds, String urlSettings, boolean stopAtLoss, Findings findings)
@@ -126,9 +130,7 @@ final class KillCommits {
                                                + r.fileBytes() / 1024 + " KB" + (r.examples().isEmpty() ? "" : "; " + r.examples())
                                                + (r.writerErrors().isEmpty() ? "" : "; writer threads died: " + r.writerErrors())));
         } finally {
-            try (var files = Files.walk(dir)) {
-                files.sorted(java.util.Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
-            }
+            MoneyAudit.deleteQuietly(dir);
         }
     }
 
@@ -152,10 +154,10 @@ final class KillCommits {
             runWriter(dir, urlSettings, nextId, random.nextLong(), Duration.ofMillis(runMillis), printed, lines, writerErrors);
             lastPrinted.putAll(printed);
             nextId = lastPrinted.keySet().stream().mapToLong(Long::longValue).max().orElse(0) + 1_000;
-            int[] finishedAtOpen = new int[1];
-            List<String> lost = check(dir, urlSettings, lastPrinted, finishedAtOpen);
+            Checked checked = check(dir, urlSettings, lastPrinted);
+            List<String> lost = checked.lost();
             results.add(new Round(round, runMillis, lines.get(), lost.size(), lost.subList(0, Math.min(5, lost.size())),
-                                  writerErrors, finishedAtOpen[0], Files.size(dir.resolve("kill.mv.db"))));
+                                  writerErrors, checked.finishedAtOpen(), Files.size(dir.resolve("kill.mv.db"))));
             each.accept(results.getLast());
             if (stopAtLoss && !lost.isEmpty()) {
                 break;
@@ -203,12 +205,17 @@ final class KillCommits {
         Files.delete(err);
     }
 
-    /** Opens the file as a restarted service would and lists each printed commit it lacks (this round's losses only). */
-    private static List<String> check(Path dir, String urlSettings, Map<Long, String> lastPrinted, int[] finishedAtOpen) {
+    /** A reopening's findings: the printed commits the file lacks (this round's only) and the half-applied ones it finished. */
+    private record Checked(List<String> lost, int finishedAtOpen) {
+    }
+
+    /** Opens the file as a restarted service would and checks it against what the writer printed. */
+    private static Checked check(Path dir, String urlSettings, Map<Long, String> lastPrinted) {
         Map<Long, String> found = new HashMap<>();
         Map<Long, String> indexed = new HashMap<>();
+        int finishedAtOpen;
         try (Database db = open(dir, urlSettings)) {
-            finishedAtOpen[0] = db.finishedAtOpen();
+            finishedAtOpen = db.finishedAtOpen();
             // The table's own rows (pad is in no index), and the same through the covering index: a
             // commit left half applied shows as the two disagreeing.
             read(db, "SELECT id, state, pad FROM kill_rows", found);
@@ -236,7 +243,7 @@ final class KillCommits {
         });
         // A loss is counted in the round that made it; later rounds hold the file to what it now has.
         lastPrinted.putAll(truth);
-        return lost;
+        return new Checked(lost, finishedAtOpen);
     }
 
     private static void read(Database db, String sql, Map<Long, String> into) {

@@ -920,7 +920,8 @@ final class MoneyAudit {
         return (System.nanoTime() - nanoTime) / 1_000_000;
     }
 
-    private static void deleteQuietly(Path dir) {
+    /** Deletes a temporary directory and what is in it; one left behind is harmless. */
+    static void deleteQuietly(Path dir) {
         try (java.util.stream.Stream<Path> paths = Files.walk(dir)) {
             paths.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
         } catch (IOException | UncheckedIOException e) {
