@@ -86,6 +86,15 @@ public final class Database implements AutoCloseable {
      * reused and none without. The price: the file never reuses space while it runs. (H2's other loss
      * on a kill, commits left half applied, is {@link H2Leftovers}'.)
      */
+    /**
+     * How many parsed statements each H2 session keeps, by SQL text, for a database this process opens
+     * itself (a file or memory; a server's are its own). H2 keeps 8 by default, fewer than one purchase
+     * uses (about 25 different statements, and a pooled connection serves every kind of request), so
+     * nearly every {@code prepareStatement} parsed and planned its SQL again: 8.8 % of the samples of an
+     * overload's profile, and about 8 % of lastseat's CPU per purchase (docs/BENCHMARKS.md).
+     */
+    static final int H2_PARSED_STATEMENTS = 128;
+
     static String durable(String url) {
         String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length())
                 : isPlainH2Path(url) ? "jdbc:h2:async:" + url.substring("jdbc:h2:".length())
@@ -95,6 +104,10 @@ public final class Database implements AutoCloseable {
         }
         if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("REUSE_SPACE")) {
             durable += ";REUSE_SPACE=FALSE";
+        }
+        if ((durable.startsWith("jdbc:h2:async:") || durable.startsWith("jdbc:h2:mem:"))
+            && !durable.toUpperCase(java.util.Locale.ROOT).contains("QUERY_CACHE_SIZE")) {
+            durable += ";QUERY_CACHE_SIZE=" + H2_PARSED_STATEMENTS;
         }
         if (durable.startsWith("jdbc:h2:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("DB_CLOSE_ON_EXIT")) {
             // H2's own shutdown hook would close the database while purchases still drain; Main closes the pool last.

@@ -1,29 +1,38 @@
 package lastseat.db;
 
+import lastseat.config.DbConfig;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-/** The settings an H2 file is opened with: each commit in the file before it returns, and findable after kill -9. */
+/**
+ * The settings an H2 file is opened with: each commit in the file before it returns, findable after
+ * kill -9, and a purchase's statements parsed once per connection.
+ */
 class DurableUrlTest {
 
     @Test
     void anH2FileIsOpenedWithCommitsWrittenAtOnceAndAppendedAtTheEnd() {
         assertThat(Database.durable("jdbc:h2:file:./data/lastseat"))
-                .isEqualTo("jdbc:h2:async:./data/lastseat;WRITE_DELAY=0;REUSE_SPACE=FALSE;DB_CLOSE_ON_EXIT=FALSE");
+                .isEqualTo("jdbc:h2:async:./data/lastseat;WRITE_DELAY=0;REUSE_SPACE=FALSE;QUERY_CACHE_SIZE=128;DB_CLOSE_ON_EXIT=FALSE");
     }
 
     @Test
     void aSettingNamedInTheUrlIsLeftAsItIs() {
         assertThat(Database.durable("jdbc:h2:file:/tmp/x;reuse_space=TRUE;WRITE_DELAY=100"))
-                .isEqualTo("jdbc:h2:async:/tmp/x;reuse_space=TRUE;WRITE_DELAY=100;DB_CLOSE_ON_EXIT=FALSE");
+                .isEqualTo("jdbc:h2:async:/tmp/x;reuse_space=TRUE;WRITE_DELAY=100;QUERY_CACHE_SIZE=128;DB_CLOSE_ON_EXIT=FALSE");
     }
 
     @Test
     void aPathWithoutSchemeIsAFileToH2AndGetsTheSameSettings() {
-        assertThat(Database.durable("jdbc:h2:./data/x")).isEqualTo("jdbc:h2:async:./data/x;WRITE_DELAY=0;REUSE_SPACE=FALSE;DB_CLOSE_ON_EXIT=FALSE");
-        assertThat(Database.durable("jdbc:h2:~/x")).isEqualTo("jdbc:h2:async:~/x;WRITE_DELAY=0;REUSE_SPACE=FALSE;DB_CLOSE_ON_EXIT=FALSE");
-        assertThat(Database.durable("jdbc:h2:C:/data/x")).isEqualTo("jdbc:h2:async:C:/data/x;WRITE_DELAY=0;REUSE_SPACE=FALSE;DB_CLOSE_ON_EXIT=FALSE");
+        assertThat(Database.durable("jdbc:h2:./data/x")).isEqualTo("jdbc:h2:async:./data/x;WRITE_DELAY=0;REUSE_SPACE=FALSE;QUERY_CACHE_SIZE=128;DB_CLOSE_ON_EXIT=FALSE");
+        assertThat(Database.durable("jdbc:h2:~/x")).isEqualTo("jdbc:h2:async:~/x;WRITE_DELAY=0;REUSE_SPACE=FALSE;QUERY_CACHE_SIZE=128;DB_CLOSE_ON_EXIT=FALSE");
+        assertThat(Database.durable("jdbc:h2:C:/data/x")).isEqualTo("jdbc:h2:async:C:/data/x;WRITE_DELAY=0;REUSE_SPACE=FALSE;QUERY_CACHE_SIZE=128;DB_CLOSE_ON_EXIT=FALSE");
     }
 
     @Test
@@ -33,8 +42,20 @@ class DurableUrlTest {
     }
 
     @Test
+    void anH2FileKeepsAPurchasesWorthOfParsedStatementsAndTheDatabaseSaysSo(@TempDir Path dir) {
+        try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 2,
+                                                      Duration.ofSeconds(2), Duration.ofSeconds(2)))) {
+            List<String> size = db.read(c -> Sql.list(c, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = ?",
+                                                      rs -> rs.getString(1), "QUERY_CACHE_SIZE"));
+            assertThat(size).containsExactly(Integer.toString(Database.H2_PARSED_STATEMENTS));
+        }
+        assertThat(Database.durable("jdbc:h2:file:/tmp/x;query_cache_size=4")).as("a size the URL sets is kept").isEqualTo(
+                "jdbc:h2:async:/tmp/x;query_cache_size=4;WRITE_DELAY=0;REUSE_SPACE=FALSE;DB_CLOSE_ON_EXIT=FALSE");
+    }
+
+    @Test
     void inMemoryAndPostgresUrlsGetNoFileSettings() {
-        assertThat(Database.durable("jdbc:h2:mem:t")).isEqualTo("jdbc:h2:mem:t;DB_CLOSE_ON_EXIT=FALSE");
+        assertThat(Database.durable("jdbc:h2:mem:t")).isEqualTo("jdbc:h2:mem:t;QUERY_CACHE_SIZE=128;DB_CLOSE_ON_EXIT=FALSE");
         assertThat(Database.durable("jdbc:postgresql://127.0.0.1:5432/test")).isEqualTo("jdbc:postgresql://127.0.0.1:5432/test");
     }
 }
