@@ -29,11 +29,15 @@ import java.util.function.IntFunction;
  * <ol>
  *   <li><b>Cold burst.</b> A server started seconds ago, never warmed up by the benchmark. Each of 5
  *       rounds makes a 1-seat event and releases 100 buyers together, each on a new connection of its
- *       own (its own JDK client), as real buyers arrive. The truth is 1 × 201 and 99 × 409.</li>
+ *       own (its own JDK client), as real buyers arrive. The truth is 1 × 201 and 99 × 409; a round
+ *       that is not prints each other answer, with the timeline of each purchase that held the seat.</li>
  *   <li><b>Overload.</b> Open-model arrivals at 5 × the ceiling (500/s) for 20 s on an event with
  *       plenty of seats: confirmed/s against 0.9 × the ceiling, the share of 202s (≤ 1 %), the 503s'
  *       server time (Server-Timing, ≤ 50 ms), and lastseat's CPU per confirmed purchase (≤ 3 ms).</li>
  *   <li><b>Light load.</b> 40/s for 10 s: p50 ≤ 1.05 × and p99 ≤ 1.2 × the path, CPU per confirmed ≤ 3 ms.</li>
+ *   <li><b>Steady load.</b> 40/s for 30 s more: CPU per confirmed purchase on a server a minute old, and
+ *       how it splits between the request threads, the JIT compilers, the HTTP client's threads, H2's
+ *       file writes and the GC ({@code /proc/<pid>/task}).</li>
  *   <li><b>{@code --postgres}.</b> Two instances on one fresh PostgreSQL database, 300 buyers at once
  *       (half to each, new connections) for 30 seats: 30 × 201 and 270 × 409, no 5xx. Then the light
  *       load against one of them, the other stopped, for the CPU per confirmed purchase on PostgreSQL.</li>
@@ -68,6 +72,7 @@ final class OnSale {
             System.out.println("   after the burst: " + settle(server));
             overload(server);
             light(server, "H2 file");
+            steady(server);
         }
         if (postgres) {
             twoInstancesOnPostgres();
@@ -90,10 +95,30 @@ final class OnSale {
             exact += truth ? 1 : 0;
             System.out.printf(Locale.ROOT, "   cold burst round %d: %s in %.2f s; kinds %s; slowest server time %s%s%n", round,
                               statuses(answers), seconds, kinds(answers), slowestServerTime(answers), truth ? "" : "  <-- not the truth");
+            if (!truth) {
+                explain(server, answers);
+            }
         }
         bench.add("cold burst: rounds answered exactly 1 × 201 + " + (buyers - 1) + " × 409 (" + buyers
                   + " buyers on new connections at a 1-seat event, server not warmed up)", exact + " of " + rounds,
                   "every round", Bench.ratio(exact / (double) rounds));
+    }
+
+    /** A round that was not the truth: each answer other than 409, and the timeline of each purchase that held the seat. */
+    private void explain(ServerProcess server, List<Answer> answers) {
+        for (Answer a : answers) {
+            if (a.status() == 409) {
+                continue;
+            }
+            System.out.printf(Locale.ROOT, "     %d %s, server time %d ms, client %d ms%n", a.status(), a.type(), a.serverMillis(), a.elapsedMillis());
+            String id = a.status() < 300 ? a.json().path("id").asText("") : "";
+            if (!id.isEmpty()) {
+                for (JsonNode step : client(server).purchaseView(id).path("timeline")) {
+                    System.out.printf("       %s %s → %s: %s%n", step.path("step").asText(), step.path("startedAt").asText(),
+                                      step.path("endedAt").asText(), step.path("outcome").asText());
+                }
+            }
+        }
     }
 
     private void overload(ServerProcess server) throws Exception {
@@ -186,6 +211,25 @@ final class OnSale {
             }
         }
         addCpuRow(phase + ": lastseat CPU per confirmed purchase (" + database + ")", cpu, sold, settled);
+    }
+
+    /**
+     * The light load's rate for longer, on a server that has by now run for a minute and settled, and
+     * where that CPU went, by kind of thread: a minute in, the JIT compilers still take about a quarter
+     * of it, which the figures above carry too.
+     */
+    private void steady(ServerProcess server) throws Exception {
+        double rate = smoke ? 10 : 40;
+        Duration length = Duration.ofSeconds(smoke ? 1 : 30);
+        Map<String, Long> before = ProcessCpu.ticksByThread(server.pid());
+        Measured measured = openLoad(server, rate, length);
+        String split = ProcessCpu.split(before, ProcessCpu.ticksByThread(server.pid()));
+        System.out.println("   steady: " + measured.load());
+        System.out.println("   steady: lastseat's CPU by thread: " + split);
+        System.out.printf(Locale.ROOT, "   steady: %.0f ms of lastseat CPU until settled (%s), %d seats sold%n",
+                          measured.cpuMillis(), measured.settled(), measured.sold());
+        addCpuRow("on-sale steady load, " + (int) rate + "/s for " + length.toSeconds() + " s after the phases above: "
+                  + "lastseat CPU per confirmed purchase (H2 file)", measured.cpuMillis(), measured.sold(), measured.settled());
     }
 
     /**
@@ -352,6 +396,64 @@ final class OnSale {
             long utime = Long.parseLong(fields[14 - 3]);
             long stime = Long.parseLong(fields[15 - 3]);
             return (utime + stime) * 1000.0 / TICKS_PER_SECOND;
+        }
+
+        /** Each live thread's CPU so far, in clock ticks, by thread id and name ({@code /proc/<pid>/task}). */
+        static Map<String, Long> ticksByThread(long pid) throws IOException {
+            Map<String, Long> ticks = new TreeMap<>();
+            try (var tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
+                for (Path task : tasks.toList()) {
+                    try {
+                        String stat = Files.readString(task.resolve("stat"));
+                        String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+                        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split("\\s+");
+                        ticks.put(task.getFileName() + " " + name, Long.parseLong(fields[14 - 3]) + Long.parseLong(fields[15 - 3]));
+                    } catch (IOException e) {
+                        // The thread ended between the listing and the read: its ticks are not counted.
+                    }
+                }
+            }
+            return ticks;
+        }
+
+        /**
+         * Where the CPU between two {@link #ticksByThread} readings went, by kind of thread, largest
+         * first, as shares. Threads that ended in between are not counted.
+         */
+        static String split(Map<String, Long> before, Map<String, Long> after) {
+            Map<String, Long> byKind = new TreeMap<>();
+            long total = 0;
+            for (var thread : after.entrySet()) {
+                long spent = thread.getValue() - before.getOrDefault(thread.getKey(), 0L);
+                byKind.merge(kind(thread.getKey().substring(thread.getKey().indexOf(' ') + 1)), spent, Long::sum);
+                total += spent;
+            }
+            long all = Math.max(1, total);
+            StringBuilder out = new StringBuilder();
+            byKind.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed())
+                    .filter(kind -> kind.getValue() * 100 >= all)
+                    .forEach(kind -> out.append(out.isEmpty() ? "" : ", ")
+                            .append(String.format(Locale.ROOT, "%s %.0f %%", kind.getKey(), kind.getValue() * 100.0 / all)));
+            return out.toString();
+        }
+
+        private static String kind(String threadName) {
+            if (threadName.matches("C\\d CompilerThre.*")) {
+                return "JIT compilers";
+            }
+            if (threadName.startsWith("ForkJoinPool-")) {
+                return "virtual threads (requests and workers)";
+            }
+            if (threadName.startsWith("HttpClient-")) {
+                return "JDK HTTP client's own threads";
+            }
+            if (threadName.startsWith("InnocuousThread")) {
+                return "JDK helper threads (H2's async: file writes)";
+            }
+            if (threadName.startsWith("GC Thread") || threadName.matches("G\\d .*")) {
+                return "garbage collector";
+            }
+            return threadName.replaceAll("\\d+", "#");
         }
 
         private static long clockTicks() {

@@ -27,7 +27,7 @@ class BenchSmokeTest {
         assertThat(table).as("the on-sale's rows").contains("| cold burst: rounds answered exactly 1 × 201",
                 "on-sale overload", ": confirmed/s", "share of answers 202", "503 server time p99", "503 server time max",
                 ": answers by status", "lastseat CPU per confirmed purchase (H2 file)",
-                "on-sale light load", "p99 purchase latency");
+                "on-sale light load", "p99 purchase latency", "on-sale steady load");
         assertThat(table).as("the PostgreSQL part runs only with --postgres").doesNotContain("two instances on one PostgreSQL");
     }
 
