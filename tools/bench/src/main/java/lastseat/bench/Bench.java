@@ -110,8 +110,11 @@ public final class Bench {
             scenarios.put("databases", bench::databases);
             scenarios.put("memory", bench::memory);
             scenarios.put("onsale", () -> new OnSale(bench, bench.postgres).run());
+            // The on-sale's steady phase alone (a minute), to compare a change's CPU; onsale has it already.
+            scenarios.put("steady", () -> new OnSale(bench, false).steadyAlone());
             for (var scenario : scenarios.entrySet()) {
-                if (only.isEmpty() || only.contains(scenario.getKey())) {
+                boolean named = only.contains(scenario.getKey());
+                if (named || only.isEmpty() && !scenario.getKey().equals("steady")) {
                     System.out.println("-- " + scenario.getKey());
                     scenario.getValue().run();
                 }

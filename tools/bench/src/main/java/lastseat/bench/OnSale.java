@@ -214,6 +214,18 @@ final class OnSale {
     }
 
     /**
+     * {@code bin/bench steady}: a new server, the light load for 20 s, then {@link #steady}: about a
+     * minute, for comparing what a change does to the CPU per purchase without the whole on-sale.
+     */
+    void steadyAlone() throws Exception {
+        bench.stub(100, 150, 200);
+        try (ServerProcess server = bench.server("onsale", Map.of())) {
+            openLoad(server, smoke ? 10 : 40, Duration.ofSeconds(smoke ? 1 : 20));
+            steady(server);
+        }
+    }
+
+    /**
      * The light load's rate for longer, on a server that has by now run for a minute and settled, and
      * where that CPU went, by kind of thread: a minute in, the JIT compilers still take about a quarter
      * of it, which the figures above carry too.
@@ -228,7 +240,7 @@ final class OnSale {
         System.out.println("   steady: lastseat's CPU by thread: " + split);
         System.out.printf(Locale.ROOT, "   steady: %.0f ms of lastseat CPU until settled (%s), %d seats sold%n",
                           measured.cpuMillis(), measured.settled(), measured.sold());
-        addCpuRow("on-sale steady load, " + (int) rate + "/s for " + length.toSeconds() + " s after the phases above: "
+        addCpuRow("on-sale steady load, " + (int) rate + "/s for " + length.toSeconds() + " s on a server about a minute old: "
                   + "lastseat CPU per confirmed purchase (H2 file)", measured.cpuMillis(), measured.sold(), measured.settled());
     }
 
