@@ -65,6 +65,15 @@ public final class Database implements AutoCloseable {
     }
 
     /**
+     * How many parsed statements each H2 session keeps, by SQL text, for a database this process opens
+     * itself (a file or memory; a server's are its own). H2 keeps 8 by default, fewer than one purchase
+     * uses (about 25 different statements, and a pooled connection serves every kind of request), so
+     * nearly every {@code prepareStatement} parsed and planned its SQL again: 8.8 % of the samples of an
+     * overload's profile, and about 8 % of lastseat's CPU per purchase (docs/BENCHMARKS.md).
+     */
+    static final int H2_PARSED_STATEMENTS = 128;
+
+    /**
      * H2 keeps committed changes in memory for up to half a second by default (WRITE_DELAY) and
      * has no redo log: a killed process would lose a commit it had already answered for — a
      * confirmation, or the PAYING that says a payment may have left. With WRITE_DELAY=0 every
@@ -86,15 +95,6 @@ public final class Database implements AutoCloseable {
      * reused and none without. The price: the file never reuses space while it runs. (H2's other loss
      * on a kill, commits left half applied, is {@link H2Leftovers}'.)
      */
-    /**
-     * How many parsed statements each H2 session keeps, by SQL text, for a database this process opens
-     * itself (a file or memory; a server's are its own). H2 keeps 8 by default, fewer than one purchase
-     * uses (about 25 different statements, and a pooled connection serves every kind of request), so
-     * nearly every {@code prepareStatement} parsed and planned its SQL again: 8.8 % of the samples of an
-     * overload's profile, and about 8 % of lastseat's CPU per purchase (docs/BENCHMARKS.md).
-     */
-    static final int H2_PARSED_STATEMENTS = 128;
-
     static String durable(String url) {
         String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length())
                 : isPlainH2Path(url) ? "jdbc:h2:async:" + url.substring("jdbc:h2:".length())
