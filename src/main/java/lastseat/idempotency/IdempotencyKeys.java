@@ -117,45 +117,25 @@ public final class IdempotencyKeys {
 
     /** Claims {@code key} of {@code client}: the same key from another client is another key. */
     public Claim claim(String client, String key, String fingerprint) {
-        NewClaim claim = newClaim(client, key, fingerprint);
-        return db.read(c -> writeIn(c, claim) ? new Claim.Fresh(claim.token())
-                : existing(c, client, key, fingerprint, clock.instant().minus(staleAfter)));
-    }
-
-    /**
-     * A claim of a key made inside another transaction — the reservation's, so that a new key and its
-     * purchase commit together (one commit where there were two), or neither does. Written by
-     * {@link #writeIn}; when that says the key is taken, {@link #claim} tells what the key holds.
-     */
-    public record NewClaim(String client, String key, String fingerprint, String token) {
-    }
-
-    public NewClaim newClaim(String client, String key, String fingerprint) {
-        return new NewClaim(client, key, fingerprint, UUID.randomUUID().toString());
-    }
-
-    /**
-     * Writes {@code claim} on {@code c}, in the caller's transaction. False when the key is claimed
-     * already: nothing was written (on PostgreSQL the transaction can then only be rolled back). A
-     * claim racing an uncommitted one for the same key waits for it to end, as the primary key decides.
-     */
-    public boolean writeIn(Connection c, NewClaim claim) throws SQLException {
-        try (PreparedStatement insert = c.prepareStatement(
-                "INSERT INTO idempotency_keys (client_name, idem_key, request_hash, state, created_at, claim_token) "
-                + "VALUES (?, ?, ?, 'IN_FLIGHT', ?, ?)")) {
-            insert.setString(1, claim.client());
-            insert.setString(2, claim.key());
-            insert.setString(3, claim.fingerprint());
-            Sql.set(insert, 4, clock.instant());
-            insert.setString(5, claim.token());
-            insert.executeUpdate();
-            return true;
-        } catch (SQLException e) {
-            if (!Database.isUniqueViolation(e)) {
-                throw e;
+        String token = UUID.randomUUID().toString();
+        return db.read(c -> {
+            try (PreparedStatement insert = c.prepareStatement(
+                    "INSERT INTO idempotency_keys (client_name, idem_key, request_hash, state, created_at, claim_token) "
+                    + "VALUES (?, ?, ?, 'IN_FLIGHT', ?, ?)")) {
+                insert.setString(1, client);
+                insert.setString(2, key);
+                insert.setString(3, fingerprint);
+                Sql.set(insert, 4, clock.instant());
+                insert.setString(5, token);
+                insert.executeUpdate();
+                return new Claim.Fresh(token);
+            } catch (SQLException e) {
+                if (!Database.isUniqueViolation(e)) {
+                    throw e;
+                }
             }
-            return false;
-        }
+            return existing(c, client, key, fingerprint, clock.instant().minus(staleAfter));
+        });
     }
 
     /**

@@ -79,27 +79,9 @@ public final class PurchaseFlow {
     }
 
     PurchaseOutcome purchase(Order order, Deadline deadline, Progress progress) throws InterruptedException {
-        return purchase(order, deadline, progress, Purchases.FirstWrite.NONE).orElseThrow();
-    }
-
-    /**
-     * {@link #purchase(Order, Deadline)} with {@code first} written in the reservation's transaction
-     * (a new key's claim); empty when {@code first} refused: nothing was done.
-     */
-    Optional<PurchaseOutcome> purchase(Order order, Deadline deadline, Progress progress, Purchases.FirstWrite first)
-            throws InterruptedException {
         Timeline timeline = new Timeline(clock);
-        Optional<Purchases.Reservation> reservation = reserve(order, first, timeline);         // 1. reserve
-        if (reservation.isEmpty()) {
-            return Optional.empty();
-        }
+        Purchases.Reservation reservation = reserve(order, timeline);                          // 1. reserve
         progress.reserved();
-        return Optional.of(afterReservation(reservation.get(), deadline, progress, timeline));
-    }
-
-    /** Steps 2 to 5 for a reservation made (or refused). */
-    private PurchaseOutcome afterReservation(Purchases.Reservation reservation, Deadline deadline, Progress progress,
-                                             Timeline timeline) throws InterruptedException {
         if (!(reservation instanceof Purchases.Reservation.Held(Hold hold))) {
             return refused(((Purchases.Reservation.Refused) reservation).why());
         }
@@ -126,11 +108,10 @@ public final class PurchaseFlow {
         }
     }
 
-    private Optional<Purchases.Reservation> reserve(Order order, Purchases.FirstWrite first, Timeline timeline) {
+    private Purchases.Reservation reserve(Order order, Timeline timeline) {
         int step = timeline.start("reserve");
-        Optional<Purchases.Reservation> reservation = purchases.reserve(order, first);
-        timeline.end(step, switch (reservation.orElse(null)) {
-            case null -> "not made";
+        Purchases.Reservation reservation = purchases.reserve(order);
+        timeline.end(step, switch (reservation) {
             case Purchases.Reservation.Held held -> "held " + held.hold().seats().size()
                                                     + (held.hold().seats().size() == 1 ? " seat" : " seats");
             case Purchases.Reservation.Refused refused -> "refused";

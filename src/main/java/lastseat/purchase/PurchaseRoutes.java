@@ -398,20 +398,10 @@ public final class PurchaseRoutes implements HttpService {
         return admitted(key, body, order, deadline, PurchaseFlow.Progress.NONE, new Reach());
     }
 
-    /**
-     * The purchase once admitted: claim the key, run the flow, store or let go of the key. A key not
-     * used before is claimed in the reservation's own transaction (one commit for both); only a key
-     * found taken there is looked up, and answered by what it holds.
-     */
+    /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
     private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline,
                                             PurchaseFlow.Progress progress, Reach reach) {
-        String fingerprint = IdempotencyKeys.fingerprint(body);
-        IdempotencyKeys.NewClaim unclaimed = keys.newClaim(order.client(), key, fingerprint);
-        Optional<PurchaseAnswers.Answer> ran = runFresh(key, unclaimed.token(), Optional.of(unclaimed), order, deadline, progress, reach);
-        if (ran.isPresent()) {
-            return ran.get();
-        }
-        IdempotencyKeys.Claim claim = keys.claim(order.client(), key, fingerprint);
+        IdempotencyKeys.Claim claim = keys.claim(order.client(), key, IdempotencyKeys.fingerprint(body));
         return switch (claim) {
             case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress, reach);
             case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress, reach);
@@ -471,57 +461,35 @@ public final class PurchaseRoutes implements HttpService {
 
     private PurchaseAnswers.Answer runFresh(String key, String token, Order order, Deadline deadline, PurchaseFlow.Progress progress,
                                             Reach reach) {
-        return runFresh(key, token, Optional.empty(), order, deadline, progress, reach).orElseThrow();
-    }
-
-    /**
-     * Runs the purchase for the key's claim {@code token}: claimed already, or to be claimed by
-     * {@code unclaimed} in the reservation's transaction — then empty when the key was found taken
-     * there, and nothing was done.
-     */
-    private Optional<PurchaseAnswers.Answer> runFresh(String key, String token, Optional<IdempotencyKeys.NewClaim> unclaimed,
-                                                      Order order, Deadline deadline, PurchaseFlow.Progress progress, Reach reach) {
-        Purchases.FirstWrite first = unclaimed.<Purchases.FirstWrite>map(claim -> c -> keys.writeIn(c, claim))
-                .orElse(Purchases.FirstWrite.NONE);
         PurchaseAnswers.Answer answer;
         try {
-            Optional<PurchaseOutcome> outcome = flow.purchase(order, deadline, watched(progress, reach, key), first);
-            if (outcome.isEmpty()) {
-                return Optional.empty();
-            }
-            answer = answers.of(outcome.get());
+            answer = answers.of(flow.purchase(order, deadline, watched(progress, reach, key)));
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             // The server is stopping past its grace, and the payment may have left: never "nothing was
             // charged". The key stays in flight; recovery settles the purchase and the key's retry tells it.
-            return Optional.of(unknown(order.client(), key));
+            return unknown(order.client(), key);
         } catch (RuntimeException | Error e) {
             if (reach.reserved()) {
                 // The flow lets out only what nobody expected (an Error, such as running out of memory),
                 // and its payment may have left: 202, and the key stays in flight until recovery has ended it.
                 LOG.log(Level.SEVERE, "purchase with Idempotency-Key " + key + " failed after its reservation; answered 202, "
                                       + "it stays for recovery", e);
-                return Optional.of(unknown(order.client(), key));
+                return unknown(order.client(), key);
             }
             answer = answers.failed(e);
         }
         Reply reply = answer.reply();
-        // A claim made with the reservation exists once the reservation's transaction committed; a failure
-        // before the flow heard of the reservation mostly means it did not (a failure just after it, rarely).
-        boolean claimed = unclaimed.isEmpty() || reach.reserved();
-        if (RETRYABLE.contains(reply.status()) || !claimed) {
+        if (RETRYABLE.contains(reply.status())) {
             try {
-                IdempotencyKeys.Ending ending = keys.forget(order.client(), key, token);
-                if (claimed || ending != IdempotencyKeys.Ending.LOST) {
-                    end(key, ending);
-                }
+                end(key, keys.forget(order.client(), key, token));
             } catch (RuntimeException e) {
                 LOG.log(Level.SEVERE, "could not let go of Idempotency-Key " + key + "; it stays in flight", e);
             }
         } else {
             store(key, order.client(), token, reply);
         }
-        return Optional.of(answer);
+        return answer;
     }
 
     /** The flow's progress, marking on {@code reach} that the reservation was made before anything else hears of it. */

@@ -15,7 +15,6 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.Savepoint;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -94,45 +93,15 @@ public final class Purchases {
     }
 
     /**
-     * What a reservation's transaction writes before anything else — a new {@code Idempotency-Key}'s
-     * claim — so that both commit at once: one commit where there were two.
-     */
-    @FunctionalInterface
-    public interface FirstWrite {
-        /** Nothing to write first. */
-        FirstWrite NONE = c -> true;
-
-        /**
-         * Writes on {@code c}, inside the reservation's transaction. False when it may not be written:
-         * it wrote nothing, and the reservation is not made (the transaction is rolled back).
-         */
-        boolean write(Connection c) throws SQLException;
-    }
-
-    /**
      * Step 1 of a purchase, in one transaction: expires the holds past their expiry on the seats the
      * order wants, claims every seat or none, and writes the purchase HELD. A missed seat is a
      * refusal naming the seats taken, or how many are free.
      */
     public Reservation reserve(Order order) {
-        return reserve(order, FirstWrite.NONE).orElseThrow();
-    }
-
-    /**
-     * {@link #reserve(Order)} with {@code first} written first in the same transaction. Empty when
-     * {@code first} refused: nothing was written. A missed seat undoes the reservation's own writes
-     * but not {@code first}'s, which commits: the refusal is still that request's answer.
-     */
-    Optional<Reservation> reserve(Order order, FirstWrite first) {
         String purchaseId = UUID.randomUUID().toString();
         // Milliseconds: what the database stores and every later read shows, so answers agree byte for byte.
         Instant expiresAt = clock.instant().plus(holdTtl).truncatedTo(ChronoUnit.MILLIS);
-        Optional<Inventory.Claim> claim = db.inTransaction(c -> {
-            if (!first.write(c)) {
-                c.rollback();
-                return Optional.empty();
-            }
-            Savepoint afterFirst = c.setSavepoint();
+        Inventory.Claim claim = db.inTransaction(c -> {
             for (String expired : inventory.expiredHoldsOn(c, order)) {
                 // Refused means somebody else moved it first: its seats are back or never will be, either way not ours to take.
                 move(c, Transition.EXPIRE_HOLD, expired, Change.by(clock, "expire", "the hold expired; seats released")
@@ -142,14 +111,10 @@ public final class Purchases {
             if (attempt instanceof Inventory.Claim.Claimed claimed) {
                 insertHeld(c, purchaseId, order, claimed, expiresAt);
             } else {
-                c.rollback(afterFirst);
+                c.rollback();
             }
-            return Optional.of(attempt);
+            return attempt;
         });
-        return claim.map(made -> reservation(made, order, purchaseId, expiresAt));
-    }
-
-    private Reservation reservation(Inventory.Claim claim, Order order, String purchaseId, Instant expiresAt) {
         return switch (claim) {
             case Inventory.Claim.Claimed claimed -> new Reservation.Held(new Hold(purchaseId, order.eventId(), claimed.labels(),
                     claimed.amount(), claimed.currency(), expiresAt, order.buyerId(), order.buyerEmail(), order.paymentToken()));
