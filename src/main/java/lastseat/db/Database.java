@@ -65,8 +65,9 @@ public final class Database implements AutoCloseable {
     }
 
     /**
-     * How many parsed statements each H2 session keeps, by SQL text, for a database this process opens
-     * itself (a file or memory; a server's are its own). H2 keeps 8 by default, fewer than one purchase
+     * How many parsed statements each H2 session keeps, by SQL text, for the databases whose URL this
+     * class completes: an H2 file (opened through {@code async:}) or memory; a server's, or a URL with
+     * another file system, keeps its own. H2 keeps 8 by default, fewer than one purchase
      * uses (about 25 different statements, and a pooled connection serves every kind of request), so
      * nearly every {@code prepareStatement} parsed and planned its SQL again: 8.8 % of the samples of an
      * overload's profile, and about 8 % of lastseat's CPU per purchase (docs/BENCHMARKS.md).

@@ -72,7 +72,7 @@ final class OnSale {
             System.out.println("   after the burst: " + settle(server));
             overload(server);
             light(server, "H2 file");
-            steady(server);
+            steady(server, "after the phases above, on a server about a minute old");
         }
         if (postgres) {
             twoInstancesOnPostgres();
@@ -169,17 +169,22 @@ final class OnSale {
         addCpuRow(phase + ": lastseat CPU per confirmed purchase (H2 file)", cpu, sold, settled);
     }
 
-    /** An open load on a new 10,000-seat event, then lastseat's CPU until it settled and the seats sold. */
-    private record Measured(Bench.Load load, Settled settled, double cpuMillis, int sold) {
+    /**
+     * An open load on a new 10,000-seat event, then lastseat's CPU until it settled, that CPU split by
+     * kind of thread ({@link ProcessCpu#split}, the same window), and the seats sold.
+     */
+    private record Measured(Bench.Load load, Settled settled, double cpuMillis, String split, int sold) {
     }
 
     private Measured openLoad(ServerProcess server, double rate, Duration length) throws Exception {
         String event = bench.newEvent(server, 10_000);
+        Map<String, Long> threadsBefore = ProcessCpu.ticksByThread(server.pid());
         double cpuBefore = ProcessCpu.millis(server.pid());
         Bench.Load load = Bench.open(rate, length, i -> bench.purchase(server, event));
         Settled settled = settle(server);
         double cpu = ProcessCpu.millis(server.pid()) - cpuBefore;
-        return new Measured(load, settled, cpu, client(server).event(event).path("sold").asInt());
+        String split = ProcessCpu.split(threadsBefore, ProcessCpu.ticksByThread(server.pid()));
+        return new Measured(load, settled, cpu, split, client(server).event(event).path("sold").asInt());
     }
 
     /** The light load on a settled server: latency of the confirmed purchases against the path, and CPU per confirmed. */
@@ -221,7 +226,7 @@ final class OnSale {
         bench.stub(100, 150, 200);
         try (ServerProcess server = bench.server("onsale", Map.of())) {
             openLoad(server, smoke ? 10 : 40, Duration.ofSeconds(smoke ? 1 : 20));
-            steady(server);
+            steady(server, "after 20 s of the light load alone (bin/bench steady)");
         }
     }
 
@@ -230,17 +235,15 @@ final class OnSale {
      * where that CPU went, by kind of thread: a minute in, the JIT compilers still take about a quarter
      * of it, which the figures above carry too.
      */
-    private void steady(ServerProcess server) throws Exception {
+    private void steady(ServerProcess server, String after) throws Exception {
         double rate = smoke ? 10 : 40;
         Duration length = Duration.ofSeconds(smoke ? 1 : 30);
-        Map<String, Long> before = ProcessCpu.ticksByThread(server.pid());
         Measured measured = openLoad(server, rate, length);
-        String split = ProcessCpu.split(before, ProcessCpu.ticksByThread(server.pid()));
         System.out.println("   steady: " + measured.load());
-        System.out.println("   steady: lastseat's CPU by thread: " + split);
+        System.out.println("   steady: lastseat's CPU by thread (threads that ended meanwhile not counted): " + measured.split());
         System.out.printf(Locale.ROOT, "   steady: %.0f ms of lastseat CPU until settled (%s), %d seats sold%n",
                           measured.cpuMillis(), measured.settled(), measured.sold());
-        addCpuRow("on-sale steady load, " + (int) rate + "/s for " + length.toSeconds() + " s on a server about a minute old: "
+        addCpuRow("on-sale steady load, " + (int) rate + "/s for " + length.toSeconds() + " s " + after + ": "
                   + "lastseat CPU per confirmed purchase (H2 file)", measured.cpuMillis(), measured.sold(), measured.settled());
     }
 
