@@ -100,21 +100,24 @@ public final class Database implements AutoCloseable {
         String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length())
                 : isPlainH2Path(url) ? "jdbc:h2:async:" + url.substring("jdbc:h2:".length())
                 : url;
-        if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("WRITE_DELAY")) {
-            durable += ";WRITE_DELAY=0";
+        boolean file = durable.startsWith("jdbc:h2:async:");
+        if (file) {
+            durable = unlessSet(durable, "WRITE_DELAY", "0");
+            durable = unlessSet(durable, "REUSE_SPACE", "FALSE");
         }
-        if (durable.startsWith("jdbc:h2:async:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("REUSE_SPACE")) {
-            durable += ";REUSE_SPACE=FALSE";
+        if (file || durable.startsWith("jdbc:h2:mem:")) {
+            durable = unlessSet(durable, "QUERY_CACHE_SIZE", Integer.toString(H2_PARSED_STATEMENTS));
         }
-        if ((durable.startsWith("jdbc:h2:async:") || durable.startsWith("jdbc:h2:mem:"))
-            && !durable.toUpperCase(java.util.Locale.ROOT).contains("QUERY_CACHE_SIZE")) {
-            durable += ";QUERY_CACHE_SIZE=" + H2_PARSED_STATEMENTS;
-        }
-        if (durable.startsWith("jdbc:h2:") && !durable.toUpperCase(java.util.Locale.ROOT).contains("DB_CLOSE_ON_EXIT")) {
+        if (durable.startsWith("jdbc:h2:")) {
             // H2's own shutdown hook would close the database while purchases still drain; Main closes the pool last.
-            durable += ";DB_CLOSE_ON_EXIT=FALSE";
+            durable = unlessSet(durable, "DB_CLOSE_ON_EXIT", "FALSE");
         }
         return durable;
+    }
+
+    /** {@code url} with {@code ;name=value} added, unless the URL names that setting already (any case). */
+    private static String unlessSet(String url, String name, String value) {
+        return url.toUpperCase(java.util.Locale.ROOT).contains(name) ? url : url + ";" + name + "=" + value;
     }
 
     /**
