@@ -310,9 +310,7 @@ public final class Bench {
             long heapBusy = heapUsed(server, false);
             long heapHeld = heapUsed(server, true);
             if (System.getenv("BENCH_HISTO") != null) {
-                String java = ProcessHandle.current().info().command().orElse("java");
-                new ProcessBuilder(java.replaceAll("java$", "jcmd"), Long.toString(server.pid()), "GC.class_histogram")
-                        .redirectErrorStream(true).redirectOutput(new java.io.File(System.getenv("BENCH_HISTO"))).start().waitFor();
+                jcmd(server, "GC.class_histogram", ProcessBuilder.Redirect.to(new java.io.File(System.getenv("BENCH_HISTO"))));
             }
             long rssBusy = rss(server);
             load.join(Duration.ofSeconds(30));
@@ -520,9 +518,14 @@ public final class Bench {
     }
 
     private static void jcmd(ServerProcess server, String command) throws IOException, InterruptedException {
+        jcmd(server, command, ProcessBuilder.Redirect.DISCARD);
+    }
+
+    /** Runs {@code jcmd <server> command}, its output to {@code output}, for at most 30 s. */
+    private static void jcmd(ServerProcess server, String command, ProcessBuilder.Redirect output) throws IOException, InterruptedException {
         String java = ProcessHandle.current().info().command().orElse("java");
         Process p = new ProcessBuilder(java.replaceAll("java$", "jcmd"), Long.toString(server.pid()), command)
-                .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+                .redirectErrorStream(true).redirectOutput(output).start();
         p.waitFor(30, TimeUnit.SECONDS);
     }
 

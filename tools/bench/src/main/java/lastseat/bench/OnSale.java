@@ -131,6 +131,7 @@ final class OnSale {
         int sold = measured.sold();
         System.out.println("   overload: " + load);
         System.out.println("   overload answers by kind: " + kinds(load.answers.stream().map(Bench.Load.Answer::answer).toList()));
+        System.out.println("   overload: lastseat's CPU by thread: " + measured.split());
         System.out.printf(Locale.ROOT, "   overload: %.0f ms of lastseat CPU until settled (%s), %d seats sold (%d answered 201)%n",
                           cpu, settled, sold, load.count(201));
 
@@ -197,6 +198,7 @@ final class OnSale {
         double cpu = measured.cpuMillis();
         int sold = measured.sold();
         System.out.println("   light (" + database + "): " + load);
+        System.out.println("   light (" + database + "): lastseat's CPU by thread: " + measured.split());
         System.out.printf(Locale.ROOT, "   light (%s): %.0f ms of lastseat CPU until settled (%s), %d seats sold (%d answered 201)%n",
                           database, cpu, settled, sold, load.count(201));
 
@@ -240,7 +242,7 @@ final class OnSale {
         Duration length = Duration.ofSeconds(smoke ? 1 : 30);
         Measured measured = openLoad(server, rate, length);
         System.out.println("   steady: " + measured.load());
-        System.out.println("   steady: lastseat's CPU by thread (threads that ended meanwhile not counted): " + measured.split());
+        System.out.println("   steady: lastseat's CPU by thread: " + measured.split());
         System.out.printf(Locale.ROOT, "   steady: %.0f ms of lastseat CPU until settled (%s), %d seats sold%n",
                           measured.cpuMillis(), measured.settled(), measured.sold());
         addCpuRow("on-sale steady load, " + (int) rate + "/s for " + length.toSeconds() + " s " + after + ": "
@@ -405,12 +407,14 @@ final class OnSale {
         }
 
         static double millis(long pid) throws IOException {
-            String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
+            return ticks(Files.readString(Path.of("/proc/" + pid + "/stat"))) * 1000.0 / TICKS_PER_SECOND;
+        }
+
+        /** utime + stime of a process's or a thread's {@code stat} line. */
+        private static long ticks(String stat) {
             // The command name (field 2) is in parentheses and may hold spaces; fields 3… follow the last ')'.
             String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split("\\s+");
-            long utime = Long.parseLong(fields[14 - 3]);
-            long stime = Long.parseLong(fields[15 - 3]);
-            return (utime + stime) * 1000.0 / TICKS_PER_SECOND;
+            return Long.parseLong(fields[14 - 3]) + Long.parseLong(fields[15 - 3]);
         }
 
         /** Each live thread's CPU so far, in clock ticks, by thread id and name ({@code /proc/<pid>/task}). */
@@ -421,8 +425,7 @@ final class OnSale {
                     try {
                         String stat = Files.readString(task.resolve("stat"));
                         String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-                        String[] fields = stat.substring(stat.lastIndexOf(')') + 2).trim().split("\\s+");
-                        ticks.put(task.getFileName() + " " + name, Long.parseLong(fields[14 - 3]) + Long.parseLong(fields[15 - 3]));
+                        ticks.put(task.getFileName() + " " + name, ticks(stat));
                     } catch (IOException e) {
                         // The thread ended between the listing and the read: its ticks are not counted.
                     }
@@ -433,7 +436,8 @@ final class OnSale {
 
         /**
          * Where the CPU between two {@link #ticksByThread} readings went, by kind of thread, largest
-         * first, as shares. Threads that ended in between are not counted.
+         * first, as shares of what the threads alive at the second reading spent: threads that ended in
+         * between are not counted.
          */
         static String split(Map<String, Long> before, Map<String, Long> after) {
             Map<String, Long> byKind = new TreeMap<>();
