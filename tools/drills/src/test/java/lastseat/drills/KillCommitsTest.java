@@ -11,9 +11,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * kill -9 against a process committing to an H2 file from 8 threads ({@link KillCommits}): with space
  * reused and freed at once, H2 2.5.252 loses commits that had returned, so the campaign can see a loss;
- * with the service's settings (space never reused, half-applied commits finished at open), and freed
- * space made reusable at once as in the unsafe arm, no kill loses one, and every row's table entry and
- * index entry agree. A failure names its seed.
+ * with the service's settings (space never reused, half-applied commits finished at open) no kill loses
+ * one, and every row's table entry and index entry agree. A failure names its seed.
  */
 class KillCommitsTest {
     private static final long SEED = System.currentTimeMillis();
