@@ -488,6 +488,50 @@ public final class Bench {
                 .withTransformers("ledger"), payment)));
     }
 
+    /**
+     * The stubs stand in for providers that have been up for days; a benchmark of a cold lastseat
+     * must not also time a cold WireMock (its Jetty threads and JIT). So before a server is started,
+     * {@code calls} requests to each of fraud, tax and payment, 50 at a time, with no delay; the
+     * payments go into the ledger under keys of their own ({@code warm-stubs-*}). Sets no stub delays:
+     * call {@link #stub} after it.
+     */
+    void warmStubs(int calls) throws InterruptedException {
+        stub(0, 0, 0);
+        try (java.net.http.HttpClient http = java.net.http.HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
+             ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
+            java.util.concurrent.Semaphore inFlight = new java.util.concurrent.Semaphore(50);
+            AtomicInteger failed = new AtomicInteger();
+            for (int i = 0; i < calls; i++) {
+                for (String path : List.of("/fraud/checks", "/tax/quotes", "/payments")) {
+                    String key = "warm-stubs-" + i;
+                    String body = "{\"purchaseId\":\"" + key + "\",\"amount\":\"10.00\",\"currency\":\"EUR\"}";
+                    inFlight.acquire();
+                    pool.submit(() -> {
+                        try {
+                            int status = http.send(java.net.http.HttpRequest.newBuilder(stubsUri().resolve(path))
+                                            .header("Content-Type", "application/json").header("Idempotency-Key", key)
+                                            .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
+                                    java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
+                            if (status >= 300) {
+                                failed.incrementAndGet();
+                            }
+                        } catch (IOException e) {
+                            failed.incrementAndGet();
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                        } finally {
+                            inFlight.release();
+                        }
+                    });
+                }
+            }
+            pool.shutdown();
+            if (!pool.awaitTermination(2, TimeUnit.MINUTES) || failed.get() > 0) {
+                throw new IllegalStateException("warming the stubs failed: " + failed.get() + " of " + 3 * calls + " calls not answered 2xx");
+            }
+        }
+    }
+
     private static ResponseDefinitionBuilder delayed(ResponseDefinitionBuilder response, int millis) {
         return millis > 0 ? response.withFixedDelay(millis) : response;
     }

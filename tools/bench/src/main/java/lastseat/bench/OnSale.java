@@ -65,6 +65,7 @@ final class OnSale {
     }
 
     void run() throws Exception {
+        bench.warmStubs(smoke ? 20 : 2000);
         bench.stub(100, 150, 200);
         System.out.println("   load average at the start: " + loadAverage() + "; clock ticks per second " + ProcessCpu.TICKS_PER_SECOND);
         try (ServerProcess server = bench.server("onsale", Map.of())) {
@@ -110,7 +111,9 @@ final class OnSale {
             if (a.status() == 409) {
                 continue;
             }
-            System.out.printf(Locale.ROOT, "     %d %s, server time %d ms, client %d ms%n", a.status(), a.type(), a.serverMillis(), a.elapsedMillis());
+            String detail = a.status() >= 400 ? ": " + a.json().path("detail").asText("") : "";
+            System.out.printf(Locale.ROOT, "     %d %s, server time %d ms, client %d ms%s%n", a.status(), a.type(), a.serverMillis(),
+                              a.elapsedMillis(), detail);
             String id = a.status() < 300 ? a.json().path("id").asText("") : "";
             if (!id.isEmpty()) {
                 for (JsonNode step : client(server).purchaseView(id).path("timeline")) {
