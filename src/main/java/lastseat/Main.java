@@ -18,6 +18,7 @@ import io.helidon.webserver.observe.health.HealthObserver;
 import io.helidon.webserver.observe.metrics.MetricsObserver;
 import io.helidon.webserver.staticcontent.StaticContentService;
 import lastseat.access.AccessFilter;
+import lastseat.config.LastseatConfig;
 import lastseat.db.DatabaseBusy;
 import lastseat.inventory.NewEvent;
 import lastseat.outbox.OutboxQuery;
@@ -79,6 +80,10 @@ public final class Main {
     }
 
     public static Running start(Config config) {
+        LastseatConfig checked = LastseatConfig.from(config);
+        if (checked.warmUp().enabled()) {
+            LOG.info("warm-up: " + Warmup.run(config, checked));
+        }
         Services services = Services.create(config);
         List<Meter> gauges = List.of();
         try {

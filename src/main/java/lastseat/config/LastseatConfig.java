@@ -25,7 +25,7 @@ import java.util.Objects;
 public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, OutsideConfig outside, ChecksConfig checks,
                              PaymentConfig payment, ReconcileConfig reconcile, OutboxConfig outbox, DbConfig db,
                              DrillsConfig drills, DemoConfig demo, AccessConfig access, IdempotencyConfig idempotency,
-                             OpsConfig ops) {
+                             OpsConfig ops, WarmupConfig warmUp) {
     /** What a purchase needs past its deadline to write its outcome: the slack of I5, and some. */
     static final Duration ANSWER_SLACK = Duration.ofMillis(500);
 
@@ -43,6 +43,7 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
         Objects.requireNonNull(access, "access");
         Objects.requireNonNull(idempotency, "idempotency");
         Objects.requireNonNull(ops, "ops");
+        Objects.requireNonNull(warmUp, "warmUp");
         checkAcross(purchase, payment, reconcile, outbox, demo, access);
     }
 
@@ -55,7 +56,8 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
         return new LastseatConfig(PurchaseConfig.read(keys), EventsConfig.read(keys), OutsideConfig.read(keys),
                                   ChecksConfig.read(keys), PaymentConfig.read(keys), ReconcileConfig.read(keys),
                                   OutboxConfig.read(keys), DbConfig.read(keys), DrillsConfig.read(keys), DemoConfig.read(keys),
-                                  AccessConfig.read(keys), IdempotencyConfig.read(keys), OpsConfig.read(keys));
+                                  AccessConfig.read(keys), IdempotencyConfig.read(keys), OpsConfig.read(keys),
+                                  WarmupConfig.read(keys));
     }
 
     /**

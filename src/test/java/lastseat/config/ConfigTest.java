@@ -86,6 +86,9 @@ class ConfigTest {
             "demo.client-key, not a key",
             "access.operator-key, hunter2",
             "access.admin-port, 70000",
+            "warm-up.purchases, -1",
+            "warm-up.purchases, 100001",
+            "warm-up.max-time, 0s",
     })
     void aBadValueStopsStartUpNamingTheKey(String key, String value) {
         Config config = Config.just(ConfigSources.create(Map.of(key, value, "db.url", "jdbc:h2:mem:never-opened")),

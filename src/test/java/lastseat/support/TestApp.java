@@ -83,6 +83,9 @@ public final class TestApp implements AutoCloseable {
         // 250 ms production default; these tests are not about connecting.
         settings.put("outside.connect-timeout", "1s");
         settings.put("drills.enabled", "true");
+        // Several apps share a test JVM, and a warm-up removes the meters its throwaway copy made
+        // (Warmup's hazard); each app makes one purchase of its own below instead. WarmupTest turns it on.
+        settings.put("warm-up.purchases", "0");
         settings.putAll(overrides);
         Config config = Config.just(ConfigSources.create(settings), ConfigSources.classpath("application.yaml"));
         Main.Running running = Main.start(config);

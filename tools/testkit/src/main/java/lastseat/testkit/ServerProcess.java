@@ -46,6 +46,11 @@ public final class ServerProcess implements AutoCloseable {
                     "-Doutside.base-url=" + stubs.toString().replaceAll("/$", ""),
                     "-Ddb.url=jdbc:h2:file:" + dataDir.resolve("lastseat").toAbsolutePath(),
                     "-Ddrills.enabled=true"));
+            // The test build asks for a short warm-up (pom.xml); bin/drill and bin/bench leave the product's own.
+            String warmUp = System.getProperty("lastseat.test.warm-up.purchases");
+            if (warmUp != null && !settings.containsKey("warm-up.purchases")) {
+                command.add("-Dwarm-up.purchases=" + warmUp);
+            }
             settings.forEach((key, value) -> command.add("-D" + key + "=" + value));
             // LASTSEAT_JAVA_OPTS reaches these servers as it reaches bin/run's (a profiler, say).
             String extra = System.getenv("LASTSEAT_JAVA_OPTS");

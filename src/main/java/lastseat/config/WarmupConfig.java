@@ -1,0 +1,28 @@
+package lastseat.config;
+
+import java.time.Duration;
+
+/**
+ * The {@code warm-up} section: before a process listens, it buys from a throwaway copy of itself
+ * ({@code lastseat.Warmup}), so that its first buyers do not pay for its class loading and first
+ * compilations.
+ *
+ * @param purchases {@code warm-up.purchases}: purchase requests sent to the throwaway copy; 0 turns the
+ *                  warm-up off
+ * @param maxTime   {@code warm-up.max-time}: the warm-up ends at this bound, whatever it has sent
+ */
+public record WarmupConfig(int purchases, Duration maxTime) {
+
+    public WarmupConfig {
+        Check.between("warm-up.purchases", purchases, 0, 100_000);
+        Check.between("warm-up.max-time", maxTime, Duration.ofMillis(100), Duration.ofMinutes(1));
+    }
+
+    static WarmupConfig read(Reader keys) {
+        return new WarmupConfig(keys.integer("warm-up.purchases"), keys.duration("warm-up.max-time"));
+    }
+
+    public boolean enabled() {
+        return purchases > 0;
+    }
+}

@@ -1,0 +1,85 @@
+package lastseat.drills;
+
+import com.github.tomakehurst.wiremock.WireMockServer;
+import lastseat.testkit.Answer;
+import lastseat.testkit.LastseatClient;
+import lastseat.testkit.ServerProcess;
+import lastseat.testkit.StubServer;
+import org.junit.jupiter.api.Test;
+
+import java.net.URI;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.util.Map;
+import java.util.UUID;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * The warm-up at start ({@code warm-up.*}, {@code lastseat.Warmup}) on a real process, as it runs in
+ * production: it buys from a throwaway copy before the server listens, and leaves no trace outside that
+ * copy — no request reached the outside services, no row reached {@code db.url}, no metric of the
+ * process counts it — and the process then sells as one started without it.
+ */
+class WarmupTest {
+    private static final Pattern DONE = Pattern.compile("warm-up: a throwaway copy started in \\d+ ms, (\\d+) purchase requests to it in "
+                                                        + "\\d+ ms, answered \\{([^}]*)}");
+
+    @Test
+    void aProcessBuysFromAThrowawayCopyBeforeItListensAndNothingOfThatReachesTheStubsTheDatabaseOrTheMetrics() throws Exception {
+        WireMockServer stubs = StubServer.create();
+        stubs.start();
+        Path dir = Files.createTempDirectory("lastseat-warm-up-test");
+        try {
+            String log;
+            String metricsBefore;
+            int stubCallsAtStart;
+            Answer bought;
+            String metricsAfter;
+            int permitsAfter;
+            try (ServerProcess server = ServerProcess.start(dir, URI.create("http://127.0.0.1:" + stubs.port()),
+                                                            Map.of("warm-up.purchases", "80"));
+                 LastseatClient client = new LastseatClient(server.instance())) {
+                log = Files.readString(server.log());
+                stubCallsAtStart = stubs.getAllServeEvents().size();
+                metricsBefore = client.metrics();
+                String event = client.newEvent(2);
+                bought = client.purchaseQuantity(UUID.randomUUID().toString(), event, 1, "ada");
+                metricsAfter = client.metrics();
+                permitsAfter = client.freePaymentPermits();
+            }
+
+            Matcher done = DONE.matcher(log);
+            assertThat(done.find()).as("the warm-up's line in the log:%n%s", log).isTrue();
+            assertThat(Integer.parseInt(done.group(1))).as("purchase requests sent to the copy").isEqualTo(80);
+            assertThat(done.group(2)).as("the copy sold: its answers by status").contains("201=");
+            assertThat(stubCallsAtStart).as("requests that reached the outside services while the process started").isZero();
+            assertThat(metricsBefore).as("no purchase or outside call counted before the first real one")
+                                     .doesNotContainPattern("lastseat_purchases_total\\{[^}]*} [1-9]")
+                                     .doesNotContainPattern("lastseat_outside_seconds_count\\{[^}]*} [1-9]");
+            assertThat(bought.status()).as(bought.toString()).isEqualTo(201);
+            assertThat(metricsAfter).as("the one real purchase, counted once")
+                                    .containsPattern("lastseat_purchases_total\\{[^}]*} 1(\\.0)?\\n")
+                                    .doesNotContainPattern("lastseat_purchases_total\\{[^}]*} ([2-9]|1\\d)")
+                                    .containsPattern("lastseat_outside_seconds_count\\{[^}]*service=\"fraud\"[^}]*} 1(\\.0)?\\n");
+            assertThat(permitsAfter).as("payment permits back after the purchase").isEqualTo(20);
+            try (Connection c = DriverManager.getConnection("jdbc:h2:file:" + dir.resolve("lastseat").toAbsolutePath(), "sa", "");
+                 ResultSet counts = c.createStatement().executeQuery(
+                         "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM purchases), "
+                         + "(SELECT COUNT(*) FROM api_keys WHERE name NOT IN ('operator', 'demo-shop'))")) {
+                counts.next();
+                assertThat(counts.getInt(1)).as("events in db.url: the test's own only").isEqualTo(1);
+                assertThat(counts.getInt(2)).as("purchases in db.url: the test's own only").isEqualTo(1);
+                assertThat(counts.getInt(3)).as("keys in db.url besides the demo's").isZero();
+            }
+        } finally {
+            stubs.stop();
+            MoneyAudit.deleteQuietly(dir);
+        }
+    }
+}
