@@ -31,23 +31,8 @@ public final class OutsideHttp implements Outside {
     private final HttpClient client;
     private final OutsideConfig config;
 
-    private final boolean metered;
-
     public OutsideHttp(OutsideConfig config) {
-        this(config, true);
-    }
-
-    /**
-     * Calls that no metric counts: the start's warm-up ({@code lastseat.Warmup}) talks to a stand-in
-     * on the loopback, and its calls must not be taken for calls to the outside services.
-     */
-    public static OutsideHttp unmetered(OutsideConfig config) {
-        return new OutsideHttp(config, false);
-    }
-
-    private OutsideHttp(OutsideConfig config, boolean metered) {
         this.config = config;
-        this.metered = metered;
         this.client = HttpClient.newBuilder()
                 .version(HttpClient.Version.HTTP_1_1)
                 .connectTimeout(config.connectTimeout())
@@ -102,18 +87,13 @@ public final class OutsideHttp implements Outside {
             outcome = "cancelled";
             throw e;
         } finally {
-            if (metered) {
-                record(request, outcome, start);
-            }
+            String service = service(request.uri().getPath());
+            String ended = outcome;
+            timers.computeIfAbsent(service + " " + ended, key -> Metrics.globalRegistry().getOrCreate(Timer.builder("lastseat.outside")
+                            .description("Calls to the outside services, by service and outcome")
+                            .tags(List.of(Tag.create("service", service), Tag.create("outcome", ended)))))
+                    .record(Duration.ofNanos(System.nanoTime() - start));
         }
-    }
-
-    private void record(HttpRequest request, String outcome, long start) {
-        String service = service(request.uri().getPath());
-        timers.computeIfAbsent(service + " " + outcome, key -> Metrics.globalRegistry().getOrCreate(Timer.builder("lastseat.outside")
-                        .description("Calls to the outside services, by service and outcome")
-                        .tags(List.of(Tag.create("service", service), Tag.create("outcome", outcome)))))
-                .record(Duration.ofNanos(System.nanoTime() - start));
     }
 
     /** The call timers, looked up once per (service, outcome): the registry's lookup builds an id every time. */
