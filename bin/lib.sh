@@ -43,14 +43,15 @@ start_service() {
   pids+=($!)
 }
 
-# wait_for URL NAME PID: until URL answers; stops the script when the process dies or 30 s pass.
+# wait_for URL NAME PID: until URL answers; stops the script when the process dies or 60 s pass (lastseat
+# warms up for about 10 s before it listens, longer on a busy machine: warm-up.* in application.yaml).
 wait_for() {
-  for _ in $(seq 1 120); do
+  for _ in $(seq 1 240); do
     curl -sf -o /dev/null "$1" && return 0
     kill -0 "$3" 2>/dev/null || { echo "$2 stopped while starting; see $LOGS/$2.log:" >&2; tail -20 "$LOGS/$2.log" >&2; exit 1; }
     sleep 0.25
   done
-  echo "$2 did not answer $1 within 30 s; see $LOGS/$2.log" >&2
+  echo "$2 did not answer $1 within 60 s; see $LOGS/$2.log" >&2
   exit 1
 }
 
