@@ -82,17 +82,18 @@ public final class Main {
     public static Running start(Config config) {
         LastseatConfig checked = LastseatConfig.from(config);
         if (checked.warmUp().enabled()) {
-            LOG.info("warm-up: " + Warmup.run(config, checked));
+            Warmup.run(config, checked);
         }
         Services services = Services.create(config);
         List<Meter> gauges = List.of();
+        WebServer server = null;
         try {
             services.installKeys();
             if (services.config().demo().createEvent()) {
                 createDemoEvent(services);
             }
             gauges = registerGauges(services);
-            WebServer server = WebServer.builder()
+            server = WebServer.builder()
                     .config(config.get("server"))
                     .shutdownGracePeriod(services.config().drainPeriod())
                     // lastseat's own hook drains, then closes the pool; Helidon's would stop the server alongside it.
@@ -113,6 +114,10 @@ public final class Main {
             services.startWorkers();
             return new Running(server, services, gauges);
         } catch (RuntimeException e) {
+            // A server already listening would answer with closed services for the life of the process.
+            if (server != null) {
+                server.stop();
+            }
             gauges.forEach(Metrics.globalRegistry()::remove);
             services.close();
             throw e;

@@ -29,11 +29,13 @@ import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.OptionalInt;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
@@ -66,65 +68,127 @@ final class Warmup {
     private static final HexFormat HEX = HexFormat.of();
     /** Buyers sent together: at a one-seat event (the cold burst) and at a larger one. */
     private static final int AT_ONCE = 40;
+    /** How long the JIT compilers must have been idle for the warm-up to end before its bound. */
+    private static final Duration QUIET = Duration.ofMillis(100);
+    /** The longest one request to the copy may take, whatever is left of the bound. */
+    private static final Duration MOST_PER_REQUEST = Duration.ofSeconds(10);
+    private static final String LOOPBACK = "127.0.0.1";
     private static final Pattern ID = Pattern.compile("\"id\"\\s*:\\s*\"([^\"]+)\"");
 
     private Warmup() {
     }
 
-    /** What a warm-up did: requests sent, answers by status, how long the copy took to start, the buying, and the JIT's catching up after it. */
-    record Done(int sent, Map<Integer, Integer> answers, Duration started, Duration bought, Duration compiled) {
+    /**
+     * What a warm-up did: requests sent, answers by status, how long the copy took to start, the buying,
+     * and the JIT's catching up after it; {@code failure} says why it stopped early, if it did.
+     */
+    record Done(int sent, Map<Integer, Integer> answers, Duration started, Duration bought, Duration compiled,
+                Optional<String> failure) {
         @Override
         public String toString() {
             return "a throwaway copy started in " + started.toMillis() + " ms, " + sent + " purchase requests to it in " + bought.toMillis()
-                   + " ms, answered " + answers + "; the JIT caught up " + compiled.toMillis() + " ms later";
+                   + " ms, answered " + answers + "; the JIT caught up " + compiled.toMillis() + " ms later"
+                   + failure.map(why -> "; stopped early: " + why).orElse("");
         }
     }
 
+    /**
+     * Runs the warm-up and logs what it did: a warning when it failed or sold nothing. Throws only when
+     * interrupted (the interrupt stays set): a process asked to stop while it starts does not go on.
+     */
     static Done run(Config source, LastseatConfig config) {
+        Done done = warmUp(source, config);
+        if (done.failure().isPresent() || !done.answers().containsKey(201)) {
+            LOG.warning("warm-up: " + done + " (lastseat starts anyway, as a cold start would)");
+        } else {
+            LOG.info("warm-up: " + done);
+        }
+        if (Thread.currentThread().isInterrupted()) {
+            throw new IllegalStateException("interrupted while warming up; lastseat does not start");
+        }
+        return done;
+    }
+
+    private static Done warmUp(Config source, LastseatConfig config) {
         long start = System.nanoTime();
-        long until = start + config.warmUp().maxTime().toNanos();
+        long started = start;
+        Buyers buyers = null;
+        Map<Integer, Integer> answers = Map.of();
+        long bought = start;
+        long caughtUp = start;
         Set<Meter> before = meters();
         HttpServer standIn = null;
+        ExecutorService standInThreads = Executors.newVirtualThreadPerTaskExecutor();
         Main.Running copy = null;
+        Optional<String> failure = Optional.empty();
         try {
-            standIn = standIn(config);
+            standIn = HttpServer.create(new InetSocketAddress(InetAddress.getByName(LOOPBACK), 0), 0);
+            standIn.setExecutor(standInThreads);
+            standIn(standIn, config);
             String operatorKey = key();
-            Map<String, String> settings = new HashMap<>(source.asMap().orElse(Map.of()));
+            String standInUrl = "http://" + LOOPBACK + ":" + standIn.getAddress().getPort();
+            String database = "jdbc:h2:mem:lastseat-warm-up-" + UUID.randomUUID();
+            Map<String, String> settings = new HashMap<>(LastseatConfig.settings(source));
+            source.get("server.max-payload-size").asString().ifPresent(cap -> settings.put("server.max-payload-size", cap));
             settings.putAll(Map.ofEntries(
-                    Map.entry("server.port", "0"), Map.entry("server.host", "127.0.0.1"),
-                    Map.entry("access.admin-port", "0"), Map.entry("access.admin-host", "127.0.0.1"),
-                    Map.entry("db.url", "jdbc:h2:mem:lastseat-warm-up-" + UUID.randomUUID()),
-                    Map.entry("db.user", "sa"), Map.entry("db.password", ""),
-                    Map.entry("outside.base-url", "http://127.0.0.1:" + standIn.getAddress().getPort()),
+                    Map.entry("server.port", "0"), Map.entry("server.host", LOOPBACK),
+                    Map.entry("access.admin-port", "0"), Map.entry("access.admin-host", LOOPBACK),
+                    Map.entry("db.url", database), Map.entry("db.user", "sa"), Map.entry("db.password", ""),
+                    Map.entry("outside.base-url", standInUrl),
                     Map.entry("access.operator-key", operatorKey),
                     Map.entry("demo.create-event", "false"), Map.entry("demo.create-keys", "false"),
                     Map.entry("drills.enabled", "false"),
                     Map.entry("warm-up.purchases", "0")));
-            copy = Main.start(Config.just(ConfigSources.create(settings)));
-            long started = System.nanoTime();
+            Config copyConfig = Config.just(ConfigSources.create(settings));
+            LastseatConfig checked = LastseatConfig.from(copyConfig);
+            // The copy must be a copy: refused, rather than trusted, if a renamed key left the real one in place.
+            if (!checked.db().url().startsWith("jdbc:h2:mem:lastseat-warm-up-") || !checked.outside().baseUrl().equals(standInUrl)
+                || !checked.access().adminHost().equals(LOOPBACK) || checked.warmUp().enabled()) {
+                throw new IllegalStateException("the copy's configuration does not point at its own database and stand-in");
+            }
+            copy = Main.start(copyConfig);
+            started = System.nanoTime();
+            long until = started + config.warmUp().maxTime().toNanos();
             String clientKey = ((ApiKeys.Made.Created) copy.services().apiKeys().create("warm-up", Role.CLIENT, OptionalInt.empty())).key();
-            Buyers buyers = new Buyers(URI.create("http://127.0.0.1:" + copy.port()), operatorKey, clientKey, until);
-            Map<Integer, Integer> answers = buyers.buy(config.warmUp().purchases(), config.events().maxCapacity());
-            long bought = System.nanoTime();
+            buyers = new Buyers(URI.create("http://" + LOOPBACK + ":" + copy.port()), operatorKey, clientKey, until);
+            answers = buyers.buy(config.warmUp().purchases(), config.events().maxCapacity());
+            bought = System.nanoTime();
             compiled(until);
-            return new Done(buyers.sent.get(), answers, Duration.ofNanos(started - start), Duration.ofNanos(bought - started),
-                            Duration.ofNanos(System.nanoTime() - bought));
+            caughtUp = System.nanoTime();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            return new Done(0, Map.of(), Duration.ofNanos(System.nanoTime() - start), Duration.ZERO, Duration.ZERO);
-        } catch (IOException | RuntimeException e) {
-            LOG.log(Level.WARNING, "warm-up failed; lastseat starts without it", e);
-            return new Done(0, Map.of(), Duration.ofNanos(System.nanoTime() - start), Duration.ZERO, Duration.ZERO);
+            failure = Optional.of("interrupted");
+        } catch (Exception e) {
+            LOG.log(Level.WARNING, "warm-up failed", e);
+            failure = Optional.of(String.valueOf(e));
         } finally {
-            if (copy != null) {
-                copy.close();
+            if (buyers != null && bought == start) {
+                answers = buyers.answers();
+                bought = System.nanoTime();
             }
+            quietly("stopping the warm-up's copy", copy);
             if (standIn != null) {
-                standIn.stop(0);
+                HttpServer server = standIn;
+                quietly("stopping the warm-up's stand-in", () -> server.stop(0));
             }
+            quietly("stopping the stand-in's threads", standInThreads);
+            // Whatever happened above, the real process must not count what the copy did.
             Set<Meter> made = meters();
             made.removeAll(before);
             made.forEach(Metrics.globalRegistry()::remove);
+        }
+        return new Done(buyers == null ? 0 : buyers.sent(), new TreeMap<>(answers), Duration.ofNanos(started - start),
+                        Duration.ofNanos(bought - started), Duration.ofNanos(Math.max(0, caughtUp - bought)), failure);
+    }
+
+    private static void quietly(String what, AutoCloseable closeable) {
+        if (closeable == null) {
+            return;
+        }
+        try {
+            closeable.close();
+        } catch (Exception e) {
+            LOG.log(Level.WARNING, what + " failed", e);
         }
     }
 
@@ -149,9 +213,6 @@ final class Warmup {
         }
     }
 
-    /** How long the JIT compilers must have been idle for the warm-up to end before its bound. */
-    private static final Duration QUIET = Duration.ofMillis(100);
-
     private static Set<Meter> meters() {
         Set<Meter> meters = Collections.newSetFromMap(new IdentityHashMap<>());
         Metrics.globalRegistry().meters().forEach(meters::add);
@@ -168,17 +229,14 @@ final class Warmup {
         return "ls_" + HEX.formatHex(id) + "_" + HEX.formatHex(secret);
     }
 
-    /** The outside services as the copy sees them: on the loopback, answering at once, every charge captured. */
-    private static HttpServer standIn(LastseatConfig config) throws IOException {
-        HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 0);
-        server.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+    /** The outside services as the copy sees them: answering at once, every charge captured. */
+    private static void standIn(HttpServer server, LastseatConfig config) {
         answer(server, config.checks().fraudPath(), 200, "{\"decision\":\"approve\"}");
         answer(server, config.checks().taxPath(), 200, "{\"tax\":\"0.00\",\"currency\":\"EUR\"}");
         answer(server, config.payment().path(), 201, "{\"id\":\"pay_warm_up\",\"status\":\"captured\"}");
         answer(server, config.outbox().emailPath(), 202, "{}");
         answer(server, config.outbox().refundPath(), 201, "{}");
         server.start();
-        return server;
     }
 
     private static void answer(HttpServer server, String path, int status, String json) {
@@ -194,22 +252,44 @@ final class Warmup {
         });
     }
 
-    /** Buyers of the copy: rounds of {@link #AT_ONCE} at a one-seat event and as many at a larger one, each round on new connections. */
-    private record Buyers(URI copy, String operatorKey, String clientKey, long until, AtomicInteger sent) {
+    /**
+     * Buyers of the copy: rounds of {@link #AT_ONCE} at a one-seat event and as many at a larger one,
+     * each round on new connections, until the purchases are sent or {@code until} (a {@link System#nanoTime}
+     * reading) has passed; no request outlives {@code until}.
+     */
+    private static final class Buyers {
+        private final URI copy;
+        private final String operatorKey;
+        private final String clientKey;
+        private final long until;
+        private final AtomicInteger sent = new AtomicInteger();
+        private final Map<Integer, Integer> answers = new ConcurrentHashMap<>();
 
         Buyers(URI copy, String operatorKey, String clientKey, long until) {
-            this(copy, operatorKey, clientKey, until, new AtomicInteger());
+            this.copy = copy;
+            this.operatorKey = operatorKey;
+            this.clientKey = clientKey;
+            this.until = until;
+        }
+
+        int sent() {
+            return sent.get();
+        }
+
+        Map<Integer, Integer> answers() {
+            return Map.copyOf(answers);
         }
 
         Map<Integer, Integer> buy(int purchases, int maxCapacity) throws IOException, InterruptedException {
-            Map<Integer, Integer> answers = new ConcurrentHashMap<>();
-            if (System.nanoTime() >= until) {
-                return answers;
-            }
             try (HttpClient admin = HttpClient.newHttpClient()) {
                 String larger = event(admin, Math.min(purchases, maxCapacity));
-                while (sent.get() < purchases && System.nanoTime() < until) {
-                    String lastSeat = event(admin, 1);
+                while (sent.get() < purchases && left().isPositive()) {
+                    String lastSeat;
+                    try {
+                        lastSeat = event(admin, 1);
+                    } catch (java.net.http.HttpTimeoutException boundPassed) {
+                        break;
+                    }
                     try (HttpClient round = HttpClient.newHttpClient();
                          ExecutorService buyers = Executors.newVirtualThreadPerTaskExecutor()) {
                         List<Future<?>> running = new ArrayList<>();
@@ -224,14 +304,21 @@ final class Warmup {
                         for (Future<?> one : running) {
                             try {
                                 one.get();
-                            } catch (java.util.concurrent.ExecutionException e) {
+                            } catch (ExecutionException e) {
+                                // No answer in time, or none at all: counted as 0, the buying goes on.
                                 answers.merge(0, 1, Integer::sum);
                             }
                         }
                     }
                 }
             }
-            return new TreeMap<>(answers);
+            return answers();
+        }
+
+        /** What is left of the bound, at most {@link #MOST_PER_REQUEST}: every request's timeout. */
+        private Duration left() {
+            Duration left = Duration.ofNanos(until - System.nanoTime());
+            return left.compareTo(MOST_PER_REQUEST) > 0 ? MOST_PER_REQUEST : left;
         }
 
         private String event(HttpClient http, int capacity) throws IOException, InterruptedException {
@@ -254,8 +341,12 @@ final class Warmup {
                     .build(), HttpResponse.BodyHandlers.discarding()).statusCode();
         }
 
-        private HttpRequest.Builder request(String path, String key) {
-            return HttpRequest.newBuilder(copy.resolve(path)).timeout(Duration.ofSeconds(10))
+        private HttpRequest.Builder request(String path, String key) throws java.net.http.HttpTimeoutException {
+            Duration left = left();
+            if (!left.isPositive()) {
+                throw new java.net.http.HttpTimeoutException("warm-up.max-time has passed");
+            }
+            return HttpRequest.newBuilder(copy.resolve(path)).timeout(left)
                     .header("Authorization", "Bearer " + key).header("Content-Type", "application/json");
         }
     }

@@ -3,6 +3,7 @@ package lastseat.config;
 import io.helidon.config.Config;
 
 import java.time.Duration;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -50,6 +51,20 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
     /** Reads and checks every section; throws {@link IllegalStateException} naming the first bad key. */
     public static LastseatConfig from(Config config) {
         return read(new Reader(config));
+    }
+
+    /**
+     * Every key lastseat reads, with its value in {@code config} (validated as {@link #from} does): the
+     * whole of lastseat's own configuration and nothing else — no {@code server.*}, no environment.
+     */
+    public static Map<String, String> settings(Config config) {
+        Reader keys = new Reader(config);
+        read(keys);
+        Map<String, String> settings = new java.util.LinkedHashMap<>();
+        for (String key : keys.keysRead()) {
+            settings.put(key, config.get(key).asString().get());
+        }
+        return settings;
     }
 
     static LastseatConfig read(Reader keys) {

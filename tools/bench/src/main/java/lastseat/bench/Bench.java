@@ -491,7 +491,7 @@ public final class Bench {
     /**
      * The stubs stand in for providers that have been up for days; a benchmark of a cold lastseat
      * must not also time a cold WireMock (its Jetty threads and JIT). So before a server is started,
-     * {@code calls} requests to each of fraud, tax and payment, 50 at a time, with no delay; the
+     * {@code calls} requests to each of fraud, tax and payment, 50 at a time in all, with no delay; the
      * payments go into the ledger under keys of their own ({@code warm-stubs-*}). Sets no stub delays:
      * call {@link #stub} after it.
      */
@@ -508,7 +508,7 @@ public final class Bench {
                     inFlight.acquire();
                     pool.submit(() -> {
                         try {
-                            int status = http.send(java.net.http.HttpRequest.newBuilder(stubsUri().resolve(path))
+                            int status = http.send(java.net.http.HttpRequest.newBuilder(stubsUri().resolve(path)).timeout(Duration.ofSeconds(10))
                                             .header("Content-Type", "application/json").header("Idempotency-Key", key)
                                             .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
                                     java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
@@ -518,6 +518,7 @@ public final class Bench {
                         } catch (IOException e) {
                             failed.incrementAndGet();
                         } catch (InterruptedException e) {
+                            failed.incrementAndGet();
                             Thread.currentThread().interrupt();
                         } finally {
                             inFlight.release();
@@ -526,7 +527,12 @@ public final class Bench {
                 }
             }
             pool.shutdown();
-            if (!pool.awaitTermination(2, TimeUnit.MINUTES) || failed.get() > 0) {
+            if (!pool.awaitTermination(2, TimeUnit.MINUTES)) {
+                // close() would wait for them without a bound.
+                pool.shutdownNow();
+                throw new IllegalStateException("warming the stubs took more than 2 minutes");
+            }
+            if (failed.get() > 0) {
                 throw new IllegalStateException("warming the stubs failed: " + failed.get() + " of " + 3 * calls + " calls not answered 2xx");
             }
         }
