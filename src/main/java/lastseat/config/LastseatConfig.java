@@ -3,6 +3,7 @@ package lastseat.config;
 import io.helidon.config.Config;
 
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
 
@@ -60,7 +61,7 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
     public static Map<String, String> settings(Config config) {
         Reader keys = new Reader(config);
         read(keys);
-        Map<String, String> settings = new java.util.LinkedHashMap<>();
+        Map<String, String> settings = new LinkedHashMap<>();
         for (String key : keys.keysRead()) {
             settings.put(key, config.get(key).asString().get());
         }

@@ -9,7 +9,8 @@ import java.time.Duration;
  *
  * @param purchases {@code warm-up.purchases}: purchase requests sent to the throwaway copy; 0 turns the
  *                  warm-up off
- * @param maxTime   {@code warm-up.max-time}: the warm-up ends at this bound, whatever it has sent
+ * @param maxTime   {@code warm-up.max-time}: the buying and the wait for the JIT end at this bound,
+ *                  whatever was sent; the copy's own start comes before it
  */
 public record WarmupConfig(int purchases, Duration maxTime) {
 
