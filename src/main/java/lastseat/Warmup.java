@@ -61,7 +61,9 @@ import java.util.regex.Pattern;
  *
  * <p>Hazard: the metrics the copy made are removed by identity, all of them that did not exist before
  * it started. Run it before the real process makes any meter — {@link Main#start} does — and never
- * beside another lastseat in the same JVM (the tests turn it off), whose meters it would share.
+ * beside another lastseat in the same JVM (the tests turn it off), whose meters it would share. A
+ * thread of the copy still running after its close gave up waiting (a purchase past its drain) could
+ * still make a meter after the removal, which the real process would then share.
  */
 final class Warmup {
     private static final Logger LOG = Logger.getLogger(Warmup.class.getName());
@@ -70,6 +72,8 @@ final class Warmup {
     private static final int AT_ONCE = 40;
     /** How long the JIT compilers must have been idle for the warm-up to end before its bound. */
     private static final Duration QUIET = Duration.ofMillis(100);
+    /** The most seats of the larger event: enough to sell to every buyer sent to it, quick to create. */
+    private static final int LARGER_EVENT = 1000;
     /** The longest one request to the copy may take, whatever is left of the bound. */
     private static final Duration MOST_PER_REQUEST = Duration.ofSeconds(10);
     private static final String LOOPBACK = "127.0.0.1";
@@ -166,6 +170,8 @@ final class Warmup {
                 answers = buyers.answers();
                 bought = System.nanoTime();
             }
+            bought = Math.max(bought, started);
+            caughtUp = Math.max(caughtUp, bought);
             quietly("stopping the warm-up's copy", copy);
             if (standIn != null) {
                 HttpServer server = standIn;
@@ -178,7 +184,7 @@ final class Warmup {
             made.forEach(Metrics.globalRegistry()::remove);
         }
         return new Done(buyers == null ? 0 : buyers.sent(), new TreeMap<>(answers), Duration.ofNanos(started - start),
-                        Duration.ofNanos(bought - started), Duration.ofNanos(Math.max(0, caughtUp - bought)), failure);
+                        Duration.ofNanos(bought - started), Duration.ofNanos(caughtUp - bought), failure);
     }
 
     private static void quietly(String what, AutoCloseable closeable) {
@@ -231,11 +237,14 @@ final class Warmup {
 
     /** The outside services as the copy sees them: answering at once, every charge captured. */
     private static void standIn(HttpServer server, LastseatConfig config) {
-        answer(server, config.checks().fraudPath(), 200, "{\"decision\":\"approve\"}");
-        answer(server, config.checks().taxPath(), 200, "{\"tax\":\"0.00\",\"currency\":\"EUR\"}");
-        answer(server, config.payment().path(), 201, "{\"id\":\"pay_warm_up\",\"status\":\"captured\"}");
-        answer(server, config.outbox().emailPath(), 202, "{}");
-        answer(server, config.outbox().refundPath(), 201, "{}");
+        // Nothing forbids two services one path; the first answers it (the stand-in allows one context per path).
+        Map<String, String[]> answers = new java.util.LinkedHashMap<>();
+        answers.putIfAbsent(config.checks().fraudPath(), new String[] {"200", "{\"decision\":\"approve\"}"});
+        answers.putIfAbsent(config.checks().taxPath(), new String[] {"200", "{\"tax\":\"0.00\",\"currency\":\"EUR\"}"});
+        answers.putIfAbsent(config.payment().path(), new String[] {"201", "{\"id\":\"pay_warm_up\",\"status\":\"captured\"}"});
+        answers.putIfAbsent(config.outbox().emailPath(), new String[] {"202", "{}"});
+        answers.putIfAbsent(config.outbox().refundPath(), new String[] {"201", "{}"});
+        answers.forEach((path, answer) -> answer(server, path, Integer.parseInt(answer[0]), answer[1]));
         server.start();
     }
 
@@ -250,6 +259,13 @@ final class Warmup {
                 out.write(body);
             }
         });
+    }
+
+    /** {@code warm-up.max-time} has passed: the next request is not sent. */
+    private static final class BoundPassed extends IOException {
+        BoundPassed() {
+            super("warm-up.max-time has passed", null);
+        }
     }
 
     /**
@@ -280,37 +296,37 @@ final class Warmup {
             return Map.copyOf(answers);
         }
 
+        /**
+         * Sends up to {@code purchases} purchase requests; what is left when the bound passes is not sent.
+         * Half go to the larger event, which has a seat for each of them (at most {@link #LARGER_EVENT}).
+         */
         Map<Integer, Integer> buy(int purchases, int maxCapacity) throws IOException, InterruptedException {
             try (HttpClient admin = HttpClient.newHttpClient()) {
-                String larger = event(admin, Math.min(purchases, maxCapacity));
-                while (sent.get() < purchases && left().isPositive()) {
-                    String lastSeat;
-                    try {
-                        lastSeat = event(admin, 1);
-                    } catch (java.net.http.HttpTimeoutException boundPassed) {
-                        break;
-                    }
+                int submitted = 0;
+                String larger = event(admin, Math.min(purchases / 2 + 1, Math.min(maxCapacity, LARGER_EVENT)));
+                while (submitted < purchases && left().isPositive()) {
+                    String lastSeat = event(admin, 1);
                     try (HttpClient round = HttpClient.newHttpClient();
                          ExecutorService buyers = Executors.newVirtualThreadPerTaskExecutor()) {
                         List<Future<?>> running = new ArrayList<>();
-                        for (int i = 0; i < 2 * AT_ONCE && sent.get() < purchases; i++) {
+                        for (int i = 0; i < 2 * AT_ONCE && submitted < purchases; i++, submitted++) {
                             String event = i % 2 == 0 ? lastSeat : larger;
-                            sent.incrementAndGet();
-                            running.add(buyers.submit(() -> {
-                                answers.merge(purchase(round, event), 1, Integer::sum);
-                                return null;
-                            }));
+                            running.add(buyers.submit(() -> purchase(round, event)));
                         }
                         for (Future<?> one : running) {
                             try {
                                 one.get();
                             } catch (ExecutionException e) {
-                                // No answer in time, or none at all: counted as 0, the buying goes on.
-                                answers.merge(0, 1, Integer::sum);
+                                // Sent and not answered in time, or not answered at all: counted as 0; the buying goes on.
+                                if (!(e.getCause() instanceof BoundPassed)) {
+                                    answers.merge(0, 1, Integer::sum);
+                                }
                             }
                         }
                     }
                 }
+            } catch (BoundPassed stop) {
+                // Between two requests: what was sent stands.
             }
             return answers();
         }
@@ -333,18 +349,22 @@ final class Warmup {
             return id.group(1);
         }
 
-        private int purchase(HttpClient http, String event) throws IOException, InterruptedException {
+        private Void purchase(HttpClient http, String event) throws IOException, InterruptedException {
             String buyer = UUID.randomUUID().toString();
-            return http.send(request("/purchases", clientKey).header("Idempotency-Key", buyer)
+            HttpRequest request = request("/purchases", clientKey).header("Idempotency-Key", buyer)
                     .POST(HttpRequest.BodyPublishers.ofString("{\"eventId\":\"" + event + "\",\"quantity\":1,\"buyer\":{\"id\":\"" + buyer
                                                               + "\",\"email\":\"warm-up@lastseat.invalid\"},\"paymentToken\":\"tok_warm_up\"}"))
-                    .build(), HttpResponse.BodyHandlers.discarding()).statusCode();
+                    .build();
+            sent.incrementAndGet();
+            answers.merge(http.send(request, HttpResponse.BodyHandlers.discarding()).statusCode(), 1, Integer::sum);
+            return null;
         }
 
-        private HttpRequest.Builder request(String path, String key) throws java.net.http.HttpTimeoutException {
+        /** A request that times out at what is left of the bound; {@link BoundPassed} when nothing is. */
+        private HttpRequest.Builder request(String path, String key) throws BoundPassed {
             Duration left = left();
             if (!left.isPositive()) {
-                throw new java.net.http.HttpTimeoutException("warm-up.max-time has passed");
+                throw new BoundPassed();
             }
             return HttpRequest.newBuilder(copy.resolve(path)).timeout(left)
                     .header("Authorization", "Bearer " + key).header("Content-Type", "application/json");
