@@ -27,6 +27,7 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -47,17 +48,21 @@ import java.util.regex.Pattern;
 
 /**
  * The warm-up ({@code warm-up.*}): before a process listens, it starts a throwaway copy of itself —
- * {@link Main#start} with the same configuration but an in-memory H2 database, ports on 127.0.0.1
- * only, keys of its own and a stand-in for the outside services on the loopback — and buys from it
- * over HTTP the way an on-sale does: bursts of buyers at a last seat, each burst on new connections,
- * and buyers of a larger event. Then it stops the copy. The first buyers of the real process then meet
- * code that is loaded, linked and compiled, not a server a moment old (docs/BENCHMARKS.md, "Warm-up").
+ * {@link Main#start} with lastseat's own keys ({@link LastseatConfig#settings}; of {@code server.*}
+ * only {@code max-payload-size}), but an in-memory H2 database, ports on 127.0.0.1 only, keys of its
+ * own and a stand-in for the outside services on the loopback — and buys from it over HTTP the way an
+ * on-sale does: bursts of buyers at a last seat, each burst on new connections, and buyers of a larger
+ * event. Then it stops the copy. The first buyers of the real process then meet code that is loaded,
+ * linked and compiled, not a server a moment old (docs/BENCHMARKS.md, "Warm-up before listening").
  *
- * <p>Contract: nothing leaves the machine and nothing reaches {@code db.url}: the copy's database is
- * dropped with it, its stand-in answers fraud approve, tax zero and payment captured, and no metric of
- * the real process counts the warm-up (what the copy registered is removed before the real process
- * makes its own). It is bounded by {@code warm-up.purchases} and {@code warm-up.max-time}; a failure
- * is logged and start-up goes on, as a cold start would.
+ * <p>Contract: nothing leaves the machine and nothing reaches {@code db.url}: the copy is not started
+ * unless its checked configuration points at its own database, the stand-in and 127.0.0.1; its
+ * database is dropped with it; the stand-in answers fraud approve, tax zero and payment captured; and
+ * no metric of the real process counts the warm-up (what the copy registered is removed before the
+ * real process makes its own). {@code warm-up.purchases} bounds the requests sent, {@code
+ * warm-up.max-time} the buying and the wait for the JIT (every request times out at what is left of
+ * it); the copy's own start comes before. A failure is logged and start-up goes on, as a cold start
+ * would; an interrupt stops start-up.
  *
  * <p>Hazard: the metrics the copy made are removed by identity, all of them that did not exist before
  * it started. Run it before the real process makes any meter — {@link Main#start} does — and never
@@ -235,21 +240,26 @@ final class Warmup {
         return "ls_" + HEX.formatHex(id) + "_" + HEX.formatHex(secret);
     }
 
+    /** What the stand-in answers on one path. */
+    private record Canned(int status, String json) {
+    }
+
     /** The outside services as the copy sees them: answering at once, every charge captured. */
     private static void standIn(HttpServer server, LastseatConfig config) {
         // Nothing forbids two services one path; the first answers it (the stand-in allows one context per path).
-        Map<String, String[]> answers = new java.util.LinkedHashMap<>();
-        answers.putIfAbsent(config.checks().fraudPath(), new String[] {"200", "{\"decision\":\"approve\"}"});
-        answers.putIfAbsent(config.checks().taxPath(), new String[] {"200", "{\"tax\":\"0.00\",\"currency\":\"EUR\"}"});
-        answers.putIfAbsent(config.payment().path(), new String[] {"201", "{\"id\":\"pay_warm_up\",\"status\":\"captured\"}"});
-        answers.putIfAbsent(config.outbox().emailPath(), new String[] {"202", "{}"});
-        answers.putIfAbsent(config.outbox().refundPath(), new String[] {"201", "{}"});
-        answers.forEach((path, answer) -> answer(server, path, Integer.parseInt(answer[0]), answer[1]));
+        Map<String, Canned> answers = new LinkedHashMap<>();
+        answers.putIfAbsent(config.checks().fraudPath(), new Canned(200, "{\"decision\":\"approve\"}"));
+        answers.putIfAbsent(config.checks().taxPath(), new Canned(200, "{\"tax\":\"0.00\",\"currency\":\"EUR\"}"));
+        answers.putIfAbsent(config.payment().path(), new Canned(201, "{\"id\":\"pay_warm_up\",\"status\":\"captured\"}"));
+        answers.putIfAbsent(config.outbox().emailPath(), new Canned(202, "{}"));
+        answers.putIfAbsent(config.outbox().refundPath(), new Canned(201, "{}"));
+        answers.forEach((path, canned) -> answer(server, path, canned));
         server.start();
     }
 
-    private static void answer(HttpServer server, String path, int status, String json) {
-        byte[] body = json.getBytes(StandardCharsets.UTF_8);
+    private static void answer(HttpServer server, String path, Canned canned) {
+        int status = canned.status();
+        byte[] body = canned.json().getBytes(StandardCharsets.UTF_8);
         server.createContext(path, exchange -> {
             try (exchange; OutputStream out = exchange.getResponseBody()) {
                 exchange.getRequestBody().readAllBytes();
