@@ -20,12 +20,10 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.security.SecureRandom;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.HexFormat;
 import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -72,7 +70,6 @@ import java.util.regex.Pattern;
  */
 final class Warmup {
     private static final Logger LOG = Logger.getLogger(Warmup.class.getName());
-    private static final HexFormat HEX = HexFormat.of();
     /** Buyers sent together: at a one-seat event (the cold burst) and at a larger one. */
     private static final int AT_ONCE = 40;
     /** How long the JIT compilers must have been idle for the warm-up to end before its bound. */
@@ -134,7 +131,7 @@ final class Warmup {
             standIn = HttpServer.create(new InetSocketAddress(InetAddress.getByName(LOOPBACK), 0), 0);
             standIn.setExecutor(standInThreads);
             standIn(standIn, config);
-            String operatorKey = key();
+            String operatorKey = ApiKeys.newKey();
             String standInUrl = "http://" + LOOPBACK + ":" + standIn.getAddress().getPort();
             String database = "jdbc:h2:mem:lastseat-warm-up-" + UUID.randomUUID();
             Map<String, String> settings = new HashMap<>(LastseatConfig.settings(source));
@@ -228,16 +225,6 @@ final class Warmup {
         Set<Meter> meters = Collections.newSetFromMap(new IdentityHashMap<>());
         Metrics.globalRegistry().meters().forEach(meters::add);
         return meters;
-    }
-
-    /** A key of the form {@code ls_<16 hex>_<32 hex>}, random. */
-    private static String key() {
-        SecureRandom random = new SecureRandom();
-        byte[] id = new byte[8];
-        byte[] secret = new byte[16];
-        random.nextBytes(id);
-        random.nextBytes(secret);
-        return "ls_" + HEX.formatHex(id) + "_" + HEX.formatHex(secret);
     }
 
     /** What the stand-in answers on one path. */

@@ -67,7 +67,7 @@ public final class ApiKeys {
 
     /** Makes a new key; {@link Made.NameTaken} when the name was ever used. */
     public Made create(String name, Role role, OptionalInt maxInFlight) {
-        String key = "ls_" + HEX.formatHex(random(8)) + "_" + HEX.formatHex(random(16));
+        String key = newKey();
         return insert(name, role, maxInFlight, key) ? new Made.Created(name, role, maxInFlight, key) : new Made.NameTaken(name);
     }
 
@@ -142,6 +142,14 @@ public final class ApiKeys {
 
     private static OptionalInt limit(Object column) {
         return column == null ? OptionalInt.empty() : OptionalInt.of(((Number) column).intValue());
+    }
+
+    /**
+     * A new key's value, {@code ls_<id>_<secret>} from {@link SecureRandom}, stored nowhere: for {@link #create},
+     * and for a key that must be known before its database exists (the warm-up's throwaway copy).
+     */
+    public static String newKey() {
+        return "ls_" + HEX.formatHex(random(8)) + "_" + HEX.formatHex(random(16));
     }
 
     private static byte[] random(int bytes) {
