@@ -134,7 +134,7 @@ public final class Main {
      */
     public static void routing(HttpRouting.Builder routing, Services services) {
         Edge edge = edge(services);
-        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC, edge));
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC, edge, services.config().purchase().deadline()));
         publicRoutes(routing, services);
         edge.errors(routing);
     }
@@ -166,7 +166,7 @@ public final class Main {
     /** The admin port's routes, the operator's only (and /observe/health and the /ops/ page's files, which need no key). */
     public static void adminRouting(HttpRouting.Builder routing, Services services) {
         Edge edge = edge(services);
-        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.ADMIN, edge))
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.ADMIN, edge, services.config().purchase().deadline()))
                .register("/drills", services.drillRoutes())
                .register("/outbox", services.outboxRoutes())
                .register("/admin", services.adminRoutes())

@@ -7,9 +7,12 @@ import io.helidon.webserver.http.Filter;
 import io.helidon.webserver.http.FilterChain;
 import io.helidon.webserver.http.RoutingRequest;
 import io.helidon.webserver.http.RoutingResponse;
+import lastseat.web.Arrival;
 import lastseat.web.Edge;
 import lastseat.web.Problem;
+import lastseat.work.Deadline;
 
+import java.time.Duration;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.regex.Pattern;
@@ -24,6 +27,8 @@ import java.util.regex.Pattern;
  * {@link Caller} is registered in the request's context and the route runs; which purchases a client sees
  * is the route's business (another client's purchase is 404 there). A refusal is handed to {@link Edge},
  * which makes every problem answer; only the {@code WWW-Authenticate} challenge is this filter's own.
+ * The key's read waits for a connection at most {@code keyReadBound} from the request's {@link Arrival},
+ * which the filter stamps first: a purchase's deadline counts from there, so its whole wait is in it.
  *
  * <p>Hazard: the table matches the path as the server routes it; a pattern here that is wider than the
  * route it means (a prefix instead of a whole segment) opens whatever else starts the same way.
@@ -53,11 +58,14 @@ public final class AccessFilter implements Filter {
     private final ApiKeys keys;
     private final Socket socket;
     private final Edge edge;
+    private final Duration keyReadBound;
 
-    public AccessFilter(ApiKeys keys, Socket socket, Edge edge) {
+    /** {@code keyReadBound}: {@code purchase.deadline}, so that no key's read outlasts what a purchase may take in all. */
+    public AccessFilter(ApiKeys keys, Socket socket, Edge edge, Duration keyReadBound) {
         this.keys = keys;
         this.socket = socket;
         this.edge = edge;
+        this.keyReadBound = keyReadBound;
     }
 
     /** The table: what {@code method path} on {@code socket} needs. */
@@ -94,6 +102,7 @@ public final class AccessFilter implements Filter {
 
     @Override
     public void filter(FilterChain chain, RoutingRequest request, RoutingResponse response) {
+        long arrived = System.nanoTime();
         Need need = need(socket, request.prologue().method(), request.path().path());
         if (need == Need.ANYONE) {
             // Open routes read no key at all: a health probe or a seat map costs no lookup.
@@ -106,7 +115,8 @@ public final class AccessFilter implements Filter {
                    "Bearer realm=\"lastseat\"");
             return;
         }
-        Optional<Caller> caller = keys.caller(presented.get());
+        request.context().register(new Arrival(arrived));
+        Optional<Caller> caller = keys.caller(presented.get(), Deadline.after(keyReadBound, arrived));
         if (caller.isEmpty()) {
             refuse(request, response, new Problem(401, "unauthorized", "Unauthorized", "The API key is not valid (unknown or revoked)"),
                    "Bearer realm=\"lastseat\", error=\"invalid_token\"");

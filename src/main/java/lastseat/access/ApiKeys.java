@@ -3,6 +3,7 @@ package lastseat.access;
 import lastseat.config.AccessConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
+import lastseat.work.Deadline;
 
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
@@ -51,14 +52,17 @@ public final class ApiKeys {
         }
     }
 
-    /** The caller a presented key stands for; empty for a malformed, unknown or revoked key. */
-    public Optional<Caller> caller(String presented) {
+    /**
+     * The caller a presented key stands for; empty for a malformed, unknown or revoked key. The read
+     * waits for a connection no later than {@code deadline} ({@link lastseat.db.DatabaseBusy} past it).
+     */
+    public Optional<Caller> caller(String presented, Deadline deadline) {
         if (!AccessConfig.KEY.matcher(presented).matches()) {
             return Optional.empty();
         }
         String id = presented.substring(3, 19);
         byte[] hash = hash(presented);
-        return db.read(c -> Sql.list(c, "SELECT name, role, max_in_flight, key_hash FROM api_keys WHERE key_id = ? AND revoked_at IS NULL",
+        return db.read(deadline, c -> Sql.list(c, "SELECT name, role, max_in_flight, key_hash FROM api_keys WHERE key_id = ? AND revoked_at IS NULL",
                                      rs -> MessageDigest.isEqual(hash, HEX.parseHex(rs.getString(4)))
                                            ? Optional.of(new Caller(rs.getString(1), Role.of(rs.getString(2)), limit(rs.getObject(3))))
                                            : Optional.<Caller>empty(), id))

@@ -2,7 +2,9 @@ package lastseat.db;
 
 import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.pool.HikariPool;
 import lastseat.config.DbConfig;
+import lastseat.work.Deadline;
 import org.flywaydb.core.Flyway;
 
 import java.sql.Connection;
@@ -15,14 +17,26 @@ import java.sql.SQLException;
  * <p>Every conversation is short: no transaction stays open across a call to the outside world.
  * A {@link SQLException} leaves as an unchecked {@link DatabaseException}; a unique-key violation
  * is told apart by {@link #isUniqueViolation(SQLException)} because both databases use SQLState 23505.
+ *
+ * <p>Waits: a connection is waited for at most {@code db.connection-timeout} and a row lock at most
+ * {@code db.lock-timeout}. Work done for a request before it has changed anything (its key's read, its
+ * key's claim, the seats' read, the reservation) passes its {@link Deadline}, and then waits no longer
+ * than the deadline leaves either: past it, the work is {@link DatabaseBusy} and changed nothing. Work
+ * that ends what a request began (a release, a confirmation) passes none: it must be written however late.
  */
 public final class Database implements AutoCloseable {
     private final HikariDataSource pool;
     private final int finishedAtOpen;
+    private final Dialect dialect;
+    private final long connectionTimeoutMillis;
+    private final long lockTimeoutMillis;
 
-    private Database(HikariDataSource pool, int finishedAtOpen) {
+    private Database(HikariDataSource pool, int finishedAtOpen, DbConfig config) {
         this.pool = pool;
         this.finishedAtOpen = finishedAtOpen;
+        this.dialect = Dialect.of(config.url());
+        this.connectionTimeoutMillis = config.connectionTimeout().toMillis();
+        this.lockTimeoutMillis = config.lockTimeout().toMillis();
     }
 
     public static Database open(DbConfig config) {
@@ -56,7 +70,7 @@ public final class Database implements AutoCloseable {
             pool.close();
             throw e;
         }
-        return new Database(pool, finished);
+        return new Database(pool, finished, config);
     }
 
     /** How many commits a stopped process left half applied this open finished (H2 only; see {@link H2Leftovers}). */
@@ -131,14 +145,25 @@ public final class Database implements AutoCloseable {
 
     /** Each database says it its own way; an unknown one is left with its default. */
     private static String lockTimeoutSql(DbConfig config) {
-        long millis = config.lockTimeout().toMillis();
-        if (config.url().startsWith("jdbc:postgresql:")) {
-            return "SET lock_timeout = " + millis;
+        return Dialect.of(config.url()).lockTimeout(config.lockTimeout().toMillis());
+    }
+
+    /** How a database is told the longest wait for a row lock. */
+    private enum Dialect {
+        POSTGRESQL, H2, OTHER;
+
+        static Dialect of(String url) {
+            return url.startsWith("jdbc:postgresql:") ? POSTGRESQL : url.startsWith("jdbc:h2:") ? H2 : OTHER;
         }
-        if (config.url().startsWith("jdbc:h2:")) {
-            return "SET LOCK_TIMEOUT " + millis;
+
+        /** For the whole session; null for a database whose way is not known here. */
+        String lockTimeout(long millis) {
+            return switch (this) {
+                case POSTGRESQL -> "SET lock_timeout = " + millis;
+                case H2 -> "SET LOCK_TIMEOUT " + millis;
+                case OTHER -> null;
+            };
         }
-        return null;
     }
 
     /**
@@ -147,9 +172,21 @@ public final class Database implements AutoCloseable {
      * auto-commit on a connection with an open transaction commits it, half done.
      */
     public <T> T inTransaction(SqlWork<T> work) {
-        try (Connection connection = pool.getConnection()) {
+        return inTransaction(null, work);
+    }
+
+    /**
+     * {@link #inTransaction(SqlWork)} for work that has changed nothing yet on behalf of a request due
+     * by {@code deadline}: the wait for a connection and every wait for a row lock end at the deadline
+     * at the latest, and a wait that ends there is {@link DatabaseBusy} (rolled back, nothing changed).
+     */
+    public <T> T inTransaction(Deadline deadline, SqlWork<T> work) {
+        try (Connection connection = connection(deadline)) {
             connection.setAutoCommit(false);
             boolean committed = false;
+            // On H2 the bound is the session's, so it is put back after the transaction; PostgreSQL's
+            // SET LOCAL ends with the transaction by itself.
+            boolean boundLocks = deadline != null && boundLocks(connection, deadline);
             try {
                 T result = work.run(connection);
                 connection.commit();
@@ -162,9 +199,82 @@ public final class Database implements AutoCloseable {
                 if (committed || rollBackQuietly(connection)) {
                     restoreAutoCommitQuietly(connection);
                 }
+                if (boundLocks && dialect == Dialect.H2) {
+                    restoreLockTimeout(connection);
+                }
             }
         } catch (SQLException e) {
             throw failure(e);
+        }
+    }
+
+    /**
+     * A pooled connection, waited for at most {@code db.connection-timeout} and, with a deadline, no
+     * longer than it leaves (past it, one look for a free connection and no wait).
+     */
+    private Connection connection(Deadline deadline) throws SQLException {
+        if (deadline == null) {
+            return pool.getConnection();
+        }
+        long left = Math.min(connectionTimeoutMillis, deadline.remaining().toMillis());
+        if (!(pool.getHikariPoolMXBean() instanceof HikariPool hikari)) {
+            // Not running (closed): the pool's own call says so.
+            return pool.getConnection();
+        }
+        return hikari.getConnection(left);
+    }
+
+    /**
+     * Lowers this transaction's wait for a row lock to what the deadline leaves, when that is less than
+     * {@code db.lock-timeout}. True when it did. Past the deadline the wait is one millisecond: a lock
+     * that is free is still taken, one that is held is not waited for.
+     */
+    private boolean boundLocks(Connection connection, Deadline deadline) throws SQLException {
+        long left = Math.max(1, deadline.remaining().toMillis());
+        if (left >= lockTimeoutMillis) {
+            return false;
+        }
+        return switch (dialect) {
+            case POSTGRESQL -> {
+                try (var statement = connection.createStatement()) {
+                    statement.execute("SET LOCAL lock_timeout = " + left);
+                }
+                yield true;
+            }
+            case H2 -> h2Session(connection).map(session -> {
+                session.setLockTimeout((int) left);
+                return true;
+            }).orElse(false);
+            case OTHER -> false;
+        };
+    }
+
+    /** The session's lock wait back to {@code db.lock-timeout}. */
+    private void restoreLockTimeout(Connection connection) {
+        try {
+            h2Session(connection).ifPresent(session -> session.setLockTimeout((int) lockTimeoutMillis));
+        } catch (SQLException | RuntimeException e) {
+            // A connection that cannot be asked is not reused with a short lock wait: it is closed.
+            evictQuietly(connection);
+        }
+    }
+
+    /**
+     * The H2 session in this process behind a pooled connection; empty for one over the network. Its lock
+     * wait is set on the session itself: H2's {@code SET LOCK_TIMEOUT} statement also marks every
+     * session's parsed statements stale (it moves the database's modification id), so each would be
+     * parsed again — the cost {@link #H2_PARSED_STATEMENTS} removed.
+     */
+    private static java.util.Optional<org.h2.engine.SessionLocal> h2Session(Connection connection) throws SQLException {
+        return connection.unwrap(org.h2.jdbc.JdbcConnection.class).getSession() instanceof org.h2.engine.SessionLocal local
+                ? java.util.Optional.of(local) : java.util.Optional.empty();
+    }
+
+    private void evictQuietly(Connection connection) {
+        try {
+            pool.evictConnection(connection);
+        } catch (RuntimeException e) {
+            // Evicting is best effort; the connection goes back as it is.
         }
     }
 
@@ -210,7 +320,16 @@ public final class Database implements AutoCloseable {
 
     /** Runs {@code work} on one connection in auto-commit mode (reads, single statements). */
     public <T> T read(SqlWork<T> work) {
-        try (Connection connection = pool.getConnection()) {
+        return read(null, work);
+    }
+
+    /**
+     * {@link #read(SqlWork)} for a request due by {@code deadline}: the wait for a connection ends at the
+     * deadline at the latest ({@link DatabaseBusy}). A single statement in auto-commit holds no lock
+     * between statements, so its own lock waits keep {@code db.lock-timeout}.
+     */
+    public <T> T read(Deadline deadline, SqlWork<T> work) {
+        try (Connection connection = connection(deadline)) {
             return work.run(connection);
         } catch (SQLException e) {
             throw failure(e);
@@ -218,7 +337,8 @@ public final class Database implements AutoCloseable {
     }
 
     /**
-     * An exhausted pool, or a row lock not granted within db.lock-timeout, is overload: answered 503
+     * An exhausted pool, or a row lock not granted within db.lock-timeout (each, for work with a
+     * deadline, no later than the deadline), is overload: answered 503
      * like other capacity limits (the transaction was rolled back, nothing changed). Anything else
      * is a failure.
      */

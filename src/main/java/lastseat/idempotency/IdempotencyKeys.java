@@ -2,6 +2,7 @@ package lastseat.idempotency;
 
 import lastseat.db.Database;
 import lastseat.db.Sql;
+import lastseat.work.Deadline;
 import lastseat.purchase.PurchaseState;
 import lastseat.web.Reply;
 
@@ -109,16 +110,27 @@ public final class IdempotencyKeys {
         }
     }
 
-    /** Whether a request with this client's key was claimed (and not let go): a read, nothing claimed. */
-    public boolean known(String client, String key) {
-        return db.read(c -> !Sql.list(c, "SELECT 1 FROM idempotency_keys WHERE client_name = ? AND idem_key = ?", rs -> 1,
+    /**
+     * Whether a request with this client's key was claimed (and not let go): a read, nothing claimed,
+     * waiting for a connection no later than the request's {@code deadline}.
+     */
+    public boolean known(String client, String key, Deadline deadline) {
+        return db.read(deadline, c -> !Sql.list(c, "SELECT 1 FROM idempotency_keys WHERE client_name = ? AND idem_key = ?", rs -> 1,
                                       client, key).isEmpty());
     }
 
     /** Claims {@code key} of {@code client}: the same key from another client is another key. */
     public Claim claim(String client, String key, String fingerprint) {
+        return claim(client, key, fingerprint, null);
+    }
+
+    /**
+     * {@link #claim(String, String, String)} for a request due by {@code deadline}: the wait for a
+     * connection ends there at the latest ({@link lastseat.db.DatabaseBusy}, nothing claimed).
+     */
+    public Claim claim(String client, String key, String fingerprint, Deadline deadline) {
         String token = UUID.randomUUID().toString();
-        return db.read(c -> {
+        return db.read(deadline, c -> {
             try (PreparedStatement insert = c.prepareStatement(
                     "INSERT INTO idempotency_keys (client_name, idem_key, request_hash, state, created_at, claim_token) "
                     + "VALUES (?, ?, ?, 'IN_FLIGHT', ?, ?)")) {

@@ -3,6 +3,7 @@ package lastseat.inventory;
 import lastseat.config.PurchaseConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
+import lastseat.work.Deadline;
 
 import java.math.BigDecimal;
 import java.sql.Connection;
@@ -35,6 +36,9 @@ import java.util.UUID;
  * <p>Hazard: this class writes seats, never a purchase's state. A seat leaves HELD only through
  * {@link #sell} or {@link #giveBack}, called inside the transaction that moves its purchase out of
  * its state ({@code purchase.Purchases}); called anywhere else, capacity could come back twice.
+ *
+ * <p>A read that takes a {@link Deadline} is made for a request before it has reserved anything: it
+ * waits for a connection no later than that ({@code null}: no request's deadline, the pool's own bound).
  */
 public final class Inventory {
     private final Database db;
@@ -353,15 +357,15 @@ public final class Inventory {
     }
 
     /** The named seats of {@code order} that are taken now; {@code firstMissed} when they were let go since. */
-    public List<String> taken(Order order, String firstMissed) {
-        List<String> taken = taken(order);
+    public List<String> taken(Order order, String firstMissed, Deadline deadline) {
+        List<String> taken = taken(order, deadline);
         // The holder may have let go between our miss and this read; the seat we missed was taken then.
         return taken.isEmpty() ? List.of(firstMissed) : taken;
     }
 
     /** The named seats of {@code order} held or sold now, in seat order. */
-    public List<String> taken(Order order) {
-        return db.read(c -> positions(c, order.eventId(), order.seats(), true).stream().map(SeatPosition::label).toList());
+    public List<String> taken(Order order, Deadline deadline) {
+        return db.read(deadline, c -> positions(c, order.eventId(), order.seats(), true).stream().map(SeatPosition::label).toList());
     }
 
     /**
@@ -369,14 +373,14 @@ public final class Inventory {
      * early, cheap however large the event. (A hold past its expiry is not counted: this may say fewer
      * than {@link #available} would, never more.)
      */
-    public int freeUpTo(String eventId, int enough) {
-        return db.read(c -> Sql.list(c, "SELECT COUNT(*) FROM (SELECT 1 FROM seats WHERE event_id = ? AND state = 'AVAILABLE' "
+    public int freeUpTo(String eventId, int enough, Deadline deadline) {
+        return db.read(deadline, c -> Sql.list(c, "SELECT COUNT(*) FROM (SELECT 1 FROM seats WHERE event_id = ? AND state = 'AVAILABLE' "
                                         + "FETCH FIRST ? ROWS ONLY) x", rs -> rs.getInt(1), eventId, enough).getFirst());
     }
 
     /** Seats of the event free now, an expired hold counted as free. */
-    public int available(String eventId) {
-        return db.read(c -> counts(c, eventId).get(SeatState.AVAILABLE));
+    public int available(String eventId, Deadline deadline) {
+        return db.read(deadline, c -> counts(c, eventId).get(SeatState.AVAILABLE));
     }
 
     /** The named seats of the event in seat order; with {@code takenOnly}, just those held or sold. */

@@ -80,7 +80,7 @@ public final class PurchaseFlow {
 
     PurchaseOutcome purchase(Order order, Deadline deadline, Progress progress) throws InterruptedException {
         Timeline timeline = new Timeline(clock);
-        Purchases.Reservation reservation = reserve(order, timeline);                          // 1. reserve
+        Purchases.Reservation reservation = reserve(order, deadline, timeline);                // 1. reserve
         progress.reserved();
         if (!(reservation instanceof Purchases.Reservation.Held(Hold hold))) {
             return refused(((Purchases.Reservation.Refused) reservation).why());
@@ -108,9 +108,9 @@ public final class PurchaseFlow {
         }
     }
 
-    private Purchases.Reservation reserve(Order order, Timeline timeline) {
+    private Purchases.Reservation reserve(Order order, Deadline deadline, Timeline timeline) {
         int step = timeline.start("reserve");
-        Purchases.Reservation reservation = purchases.reserve(order);
+        Purchases.Reservation reservation = purchases.reserve(order, deadline);
         timeline.end(step, switch (reservation) {
             case Purchases.Reservation.Held held -> "held " + held.hold().seats().size()
                                                     + (held.hold().seats().size() == 1 ? " seat" : " seats");

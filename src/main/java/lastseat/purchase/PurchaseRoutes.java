@@ -13,6 +13,7 @@ import lastseat.config.PurchaseConfig;
 import lastseat.idempotency.IdempotencyKeys;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
+import lastseat.web.Arrival;
 import lastseat.web.Bodies;
 import lastseat.web.Json;
 import lastseat.web.Problem;
@@ -104,7 +105,8 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     private void purchase(ServerRequest request, ServerResponse response) {
-        long arrived = System.nanoTime();
+        // From the access filter's first look, before the key's read: the deadline covers that wait too.
+        long arrived = Arrival.of(request);
         Reach reach = new Reach();
         PurchaseAnswers.Answer answer;
         try {
@@ -238,7 +240,7 @@ public final class PurchaseRoutes implements HttpService {
     private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark) {
         try {
             admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
-            Purchases.Seen seen = seen(order);
+            Purchases.Seen seen = seen(order, deadline);
             if (seen.gone().isEmpty() && !order.namesSeats() && admission.available() > 0
                 && seen.free() - order.quantity() < admission.limit()) {
                 // So few seats left that as many purchases as this process runs (and another instance's)
@@ -248,11 +250,11 @@ public final class PurchaseRoutes implements HttpService {
                 if (permit.isPresent()) {
                     return new Turn.Go(permit.get());
                 }
-                seen = purchases.seen(order, enough(order));
+                seen = purchases.seen(order, enough(order), deadline);
             }
             if (seen.gone().isPresent()) {
                 // Its own earlier request may be what took them: a key used before gets its own answer.
-                Optional<Turn> used = usedBefore(key, order.client(), body);
+                Optional<Turn> used = usedBefore(key, order.client(), body, deadline);
                 if (used.isPresent()) {
                     return used.get();
                 }
@@ -267,11 +269,11 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /** The answer a key used before gets without a place (a replay, in flight, reused); empty for a new key. */
-    private Optional<Turn> usedBefore(String key, String client, byte[] body) {
-        if (!keys.known(client, key)) {
+    private Optional<Turn> usedBefore(String key, String client, byte[] body, Deadline deadline) {
+        if (!keys.known(client, key, deadline)) {
             return Optional.empty();
         }
-        IdempotencyKeys.Claim claim = keys.claim(client, key, IdempotencyKeys.fingerprint(body));
+        IdempotencyKeys.Claim claim = keys.claim(client, key, IdempotencyKeys.fingerprint(body), deadline);
         return switch (claim) {
             case IdempotencyKeys.Claim.Fresh fresh -> {
                 end(key, keys.forget(client, key, fresh.token()));
@@ -310,7 +312,7 @@ public final class PurchaseRoutes implements HttpService {
      * buyer would otherwise read the database, and take its connections from the purchases running.
      * (Another instance's sales are bounded by the freshness alone.)
      */
-    private Purchases.Seen seen(Order order) {
+    private Purchases.Seen seen(Order order, Deadline deadline) {
         if (!order.namesSeats()) {
             Plenty known = plenty.get(order.eventId());
             if (known != null && System.nanoTime() - known.atNanos() < PLENTY_FRESH.toNanos()) {
@@ -321,7 +323,7 @@ public final class PurchaseRoutes implements HttpService {
             }
         }
         long admitted = admission.mark();
-        Purchases.Seen seen = purchases.seen(order, enough(order));
+        Purchases.Seen seen = purchases.seen(order, enough(order), deadline);
         if (!order.namesSeats()) {
             if (plenty.size() >= PLENTY_EVENTS) {
                 plenty.clear();
@@ -401,7 +403,7 @@ public final class PurchaseRoutes implements HttpService {
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
     private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline,
                                             PurchaseFlow.Progress progress, Reach reach) {
-        IdempotencyKeys.Claim claim = keys.claim(order.client(), key, IdempotencyKeys.fingerprint(body));
+        IdempotencyKeys.Claim claim = keys.claim(order.client(), key, IdempotencyKeys.fingerprint(body), deadline);
         return switch (claim) {
             case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress, reach);
             case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress, reach);

@@ -8,6 +8,7 @@ import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
 import lastseat.outbox.Outbox;
 import lastseat.web.Json;
+import lastseat.work.Deadline;
 import lastseat.work.Timeline;
 
 import java.math.BigDecimal;
@@ -98,10 +99,18 @@ public final class Purchases {
      * refusal naming the seats taken, or how many are free.
      */
     public Reservation reserve(Order order) {
+        return reserve(order, null);
+    }
+
+    /**
+     * {@link #reserve(Order)} for a request due by {@code deadline}: its waits for a connection and for
+     * a seat's row lock end there at the latest ({@link lastseat.db.DatabaseBusy}, nothing claimed).
+     */
+    public Reservation reserve(Order order, Deadline deadline) {
         String purchaseId = UUID.randomUUID().toString();
         // Milliseconds: what the database stores and every later read shows, so answers agree byte for byte.
         Instant expiresAt = clock.instant().plus(holdTtl).truncatedTo(ChronoUnit.MILLIS);
-        Inventory.Claim claim = db.inTransaction(c -> {
+        Inventory.Claim claim = db.inTransaction(deadline, c -> {
             for (String expired : inventory.expiredHoldsOn(c, order)) {
                 // Refused means somebody else moved it first: its seats are back or never will be, either way not ours to take.
                 move(c, Transition.EXPIRE_HOLD, expired, Change.by(clock, "expire", "the hold expired; seats released")
@@ -119,8 +128,8 @@ public final class Purchases {
             case Inventory.Claim.Claimed claimed -> new Reservation.Held(new Hold(purchaseId, order.eventId(), claimed.labels(),
                     claimed.amount(), claimed.currency(), expiresAt, order.buyerId(), order.buyerEmail(), order.paymentToken()));
             case Inventory.Claim.Missed missed -> new Reservation.Refused(order.namesSeats()
-                    ? new PurchaseOutcome.Refusal.SeatsTaken(inventory.taken(order, missed.label()))
-                    : new PurchaseOutcome.Refusal.SoldOut(order.quantity(), inventory.available(order.eventId())));
+                    ? new PurchaseOutcome.Refusal.SeatsTaken(inventory.taken(order, missed.label(), deadline))
+                    : new PurchaseOutcome.Refusal.SoldOut(order.quantity(), inventory.available(order.eventId(), deadline)));
         };
     }
 
@@ -134,18 +143,19 @@ public final class Purchases {
     public record Seen(Optional<PurchaseOutcome.Refusal> gone, int free) {
     }
 
-    public Seen seen(Order order, int enough) {
+    /** {@link Seen} for a request due by {@code deadline}: its reads wait for a connection no later than that. */
+    public Seen seen(Order order, int enough, Deadline deadline) {
         if (order.namesSeats()) {
-            List<String> taken = inventory.taken(order);
+            List<String> taken = inventory.taken(order, deadline);
             return taken.isEmpty() ? new Seen(Optional.empty(), order.seats().size())
                     : new Seen(Optional.of(new PurchaseOutcome.Refusal.SeatsTaken(taken)), order.seats().size() - taken.size());
         }
-        int atLeast = inventory.freeUpTo(order.eventId(), Math.max(enough, order.quantity()));
+        int atLeast = inventory.freeUpTo(order.eventId(), Math.max(enough, order.quantity()), deadline);
         if (atLeast >= Math.max(enough, order.quantity())) {
             return new Seen(Optional.empty(), atLeast);
         }
         // Few left: count them exactly, a hold past its expiry as free.
-        int free = inventory.available(order.eventId());
+        int free = inventory.available(order.eventId(), deadline);
         return new Seen(free < order.quantity() ? Optional.of(new PurchaseOutcome.Refusal.SoldOut(order.quantity(), free))
                                                 : Optional.empty(), free);
     }
