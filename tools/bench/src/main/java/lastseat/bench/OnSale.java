@@ -286,16 +286,20 @@ final class OnSale {
                 }
                 System.out.printf(Locale.ROOT, "   two instances: %s in %.2f s; kinds %s; instance A %s, instance B %s; slowest server time %s%n",
                                   statuses(answers), seconds, kinds(answers), statuses(atA), statuses(atB), slowestServerTime(answers));
-                Map<String, Integer> said = new TreeMap<>();
+                Map<String, LongSummaryStatistics> said = new TreeMap<>();
                 LongSummaryStatistics serverTime = new LongSummaryStatistics();
                 for (Answer x : answers) {
                     serverTime.accept(x.serverMillis());
                     if (x.status() >= 500 && x.status() < 598) {
                         // The purchase's id in a detail would make every answer its own line.
-                        said.merge(x.status() + " " + x.json().path("detail").asText("").replaceAll("[0-9a-f-]{36}", "<id>"), 1, Integer::sum);
+                        said.computeIfAbsent(x.status() + " " + x.json().path("detail").asText("").replaceAll("[0-9a-f-]{36}", "<id>")
+                                             + (x.serverMicros().isEmpty() ? " [no Server-Timing: the access filter's answer]" : ""),
+                                             d -> new LongSummaryStatistics()).accept(x.serverMillis());
                     }
                 }
-                said.forEach((detail, n) -> System.out.println("     " + n + " × " + detail));
+                // The server's time where the answer has Server-Timing; else the client's.
+                said.forEach((detail, time) -> System.out.printf(Locale.ROOT, "     %d × %s (server time mean %.0f ms, max %d ms)%n",
+                                                                 time.getCount(), detail, time.getAverage(), time.getMax()));
                 System.out.printf(Locale.ROOT, "   two instances: server time mean %.0f ms, max %d ms%n", serverTime.getAverage(), serverTime.getMax());
                 int fiveHundreds = (int) answers.stream().filter(x -> x.status() >= 500).count();
                 bench.add(phase + ": answered 201", Integer.toString(count(answers, 201)), "exactly " + seats,

@@ -43,8 +43,8 @@ public record Answer(int status, Map<String, List<String>> headers, byte[] raw, 
     }
 
     /**
-     * The server's own time for the answer ({@code Server-Timing: app;dur=}), from the handler's start
-     * where the deadline starts; the caller's clock when the header is missing.
+     * The server's own time for the answer ({@code Server-Timing: app;dur=}), from lastseat's first look at
+     * the request, where the deadline starts; the caller's clock when the header is missing.
      */
     public long serverMillis() {
         String timing = header("Server-Timing");
@@ -54,7 +54,7 @@ public record Answer(int status, Map<String, List<String>> headers, byte[] raw, 
 
     /**
      * The server's own time for the answer in microseconds ({@code Server-Timing: app;dur=<ms>}, which
-     * lastseat writes to a tenth of a millisecond), from the handler's start; empty when the header is
+     * lastseat writes to a tenth of a millisecond), from lastseat's first look at the request; empty when the header is
      * missing, so that a figure built on the server's clock never silently takes the caller's.
      */
     public OptionalLong serverMicros() {
