@@ -2,6 +2,7 @@ package lastseat.access;
 
 import lastseat.config.AccessConfig;
 import lastseat.db.Database;
+import lastseat.db.SharedReads;
 import lastseat.db.Sql;
 import lastseat.work.Deadline;
 
@@ -21,7 +22,8 @@ import java.util.OptionalInt;
  * <p>Contract: a key is {@code ls_<id>_<secret>}, 64 random bits of id and 128 of secret, made here from
  * {@link SecureRandom} and shown once; the table keeps only the SHA-256 of the whole key. A request's key is
  * found by its id and its hash compared with {@link MessageDigest#isEqual} (constant time), on every
- * request: a revoked key is refused by the next request to any instance.
+ * request — by a read sent after the request arrived, its own or shared with others presenting the same
+ * key ({@link #caller}): a revoked key is refused by the next request to any instance.
  *
  * <p>Hazard: the secret is high-entropy, so a fast hash is enough; a key chosen by a person (the
  * configuration's {@code access.operator-key}) must be made the same way, which the configuration checks.
@@ -32,10 +34,12 @@ public final class ApiKeys {
 
     private final Database db;
     private final Clock clock;
+    private final SharedReads<String, Optional<Caller>> reads;
 
     public ApiKeys(Database db, Clock clock) {
         this.db = db;
         this.clock = clock;
+        this.reads = new SharedReads<>(db);
     }
 
     /** A key as its owner sees it once, and as the list shows it (without the key). */
@@ -54,7 +58,9 @@ public final class ApiKeys {
 
     /**
      * The caller a presented key stands for; empty for a malformed, unknown or revoked key. The read
-     * waits for a connection no later than {@code deadline} ({@link lastseat.db.DatabaseBusy} past it).
+     * waits for a connection no later than {@code deadline} ({@link lastseat.db.DatabaseBusy} past it),
+     * and is shared with the requests presenting the same key while it waits ({@link SharedReads}: one
+     * read for a burst of a shop's buyers, and still one sent after each of them arrived).
      */
     public Optional<Caller> caller(String presented, Deadline deadline) {
         if (!AccessConfig.KEY.matcher(presented).matches()) {
@@ -62,11 +68,17 @@ public final class ApiKeys {
         }
         String id = presented.substring(3, 19);
         byte[] hash = hash(presented);
-        return db.read(deadline, c -> Sql.list(c, "SELECT name, role, max_in_flight, key_hash FROM api_keys WHERE key_id = ? AND revoked_at IS NULL",
-                                     rs -> MessageDigest.isEqual(hash, HEX.parseHex(rs.getString(4)))
-                                           ? Optional.of(new Caller(rs.getString(1), Role.of(rs.getString(2)), limit(rs.getObject(3))))
-                                           : Optional.<Caller>empty(), id))
-                .stream().flatMap(Optional::stream).findFirst();
+        return reads.read(presented, deadline, c -> Sql.list(c, "SELECT name, role, max_in_flight, key_hash FROM api_keys "
+                                                                 + "WHERE key_id = ? AND revoked_at IS NULL",
+                        rs -> MessageDigest.isEqual(hash, HEX.parseHex(rs.getString(4)))
+                              ? Optional.of(new Caller(rs.getString(1), Role.of(rs.getString(2)), limit(rs.getObject(3))))
+                              : Optional.<Caller>empty(), id)
+                .stream().flatMap(Optional::stream).findFirst());
+    }
+
+    /** The key reads, for tests: how many were sent, how many requests shared one. */
+    SharedReads<String, Optional<Caller>> reads() {
+        return reads;
     }
 
     /** Makes a new key; {@link Made.NameTaken} when the name was ever used. */

@@ -2,6 +2,7 @@ package lastseat.inventory;
 
 import lastseat.config.PurchaseConfig;
 import lastseat.db.Database;
+import lastseat.db.SharedReads;
 import lastseat.db.Sql;
 import lastseat.work.Deadline;
 
@@ -49,6 +50,8 @@ public final class Inventory {
         this.db = db;
         this.purchase = purchase;
         this.clock = clock;
+        this.freeUpToReads = new SharedReads<>(db);
+        this.availableReads = new SharedReads<>(db);
     }
 
     /** What creating an event did: the event, or the id was taken already (nothing created). */
@@ -374,14 +377,25 @@ public final class Inventory {
      * than {@link #available} would, never more.)
      */
     public int freeUpTo(String eventId, int enough, Deadline deadline) {
-        return db.read(deadline, c -> Sql.list(c, "SELECT COUNT(*) FROM (SELECT 1 FROM seats WHERE event_id = ? AND state = 'AVAILABLE' "
-                                        + "FETCH FIRST ? ROWS ONLY) x", rs -> rs.getInt(1), eventId, enough).getFirst());
+        return freeUpToReads.read(new FreeUpTo(eventId, enough), deadline, c -> Sql.list(c,
+                "SELECT COUNT(*) FROM (SELECT 1 FROM seats WHERE event_id = ? AND state = 'AVAILABLE' FETCH FIRST ? ROWS ONLY) x",
+                rs -> rs.getInt(1), eventId, enough).getFirst());
     }
 
     /** Seats of the event free now, an expired hold counted as free. */
     public int available(String eventId, Deadline deadline) {
-        return db.read(deadline, c -> counts(c, eventId).get(SeatState.AVAILABLE));
+        return availableReads.read(eventId, deadline, c -> counts(c, eventId).get(SeatState.AVAILABLE));
     }
+
+    /*
+     * The counts a crowd of refused buyers reads to learn whether the seats are gone: shared while they
+     * wait for a connection (SharedReads), so that a burst at one event sends a few reads, not one per buyer.
+     */
+    private record FreeUpTo(String eventId, int enough) {
+    }
+
+    private final SharedReads<FreeUpTo, Integer> freeUpToReads;
+    private final SharedReads<String, Integer> availableReads;
 
     /** The named seats of the event in seat order; with {@code takenOnly}, just those held or sold. */
     private static List<SeatPosition> positions(Connection c, String eventId, List<String> labels, boolean takenOnly)
