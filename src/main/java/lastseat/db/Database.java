@@ -46,7 +46,10 @@ public final class Database implements AutoCloseable {
         hikari.setUsername(config.user());
         hikari.setPassword(config.password());
         hikari.setMaximumPoolSize(config.poolSize());
-        hikari.setMinimumIdle(Math.min(2, config.poolSize()));
+        // A fixed pool, opened at start (HikariCP's own advice for spiky load): grown on demand, a burst
+        // would wait for new PostgreSQL connections, a backend process each, opened one at a time by the
+        // pool's one adder thread at the moment the CPU is busiest.
+        hikari.setMinimumIdle(config.poolSize());
         hikari.setConnectionTimeout(config.connectionTimeout().toMillis());
         hikari.setAutoCommit(true);
         hikari.setConnectionInitSql(lockTimeoutSql(config));
