@@ -21,8 +21,9 @@ import java.sql.SQLException;
  * <p>Waits: a connection is waited for at most {@code db.connection-timeout} and a row lock at most
  * {@code db.lock-timeout}. Work done for a request before it has changed anything (its key's read, its
  * key's claim, the seats' read, the reservation) passes its {@link Deadline}, and then waits no longer
- * than the deadline leaves either: past it, the work is {@link DatabaseBusy} and changed nothing. Work
- * that ends what a request began (a release, a confirmation) passes none: it must be written however late.
+ * than the deadline leaves either (a row lock: what it left when the transaction began): past it, the
+ * work is {@link DatabaseBusy} and changed nothing. Work that ends what a request began (a release, a
+ * confirmation, letting go of a key) passes none: it must be written however late.
  */
 public final class Database implements AutoCloseable {
     private final HikariDataSource pool;
@@ -46,10 +47,7 @@ public final class Database implements AutoCloseable {
         hikari.setUsername(config.user());
         hikari.setPassword(config.password());
         hikari.setMaximumPoolSize(config.poolSize());
-        // A fixed pool, opened at start (HikariCP's own advice for spiky load): grown on demand, a burst
-        // would wait for new PostgreSQL connections, a backend process each, opened one at a time by the
-        // pool's one adder thread at the moment the CPU is busiest.
-        hikari.setMinimumIdle(config.poolSize());
+        hikari.setMinimumIdle(Math.min(2, config.poolSize()));
         hikari.setConnectionTimeout(config.connectionTimeout().toMillis());
         hikari.setAutoCommit(true);
         hikari.setConnectionInitSql(lockTimeoutSql(config));
@@ -220,8 +218,8 @@ public final class Database implements AutoCloseable {
             return pool.getConnection();
         }
         long left = Math.min(connectionTimeoutMillis, deadline.remaining().toMillis());
-        if (!(pool.getHikariPoolMXBean() instanceof HikariPool hikari)) {
-            // Not running (closed): the pool's own call says so.
+        // HikariDataSource hands out its HikariPool as the MXBean (HikariCP 7); closed, its own call says so.
+        if (pool.isClosed() || !(pool.getHikariPoolMXBean() instanceof HikariPool hikari)) {
             return pool.getConnection();
         }
         return hikari.getConnection(left);
