@@ -166,7 +166,7 @@ public final class Main {
     /** The admin port's routes, the operator's only (and /observe/health and the /ops/ page's files, which need no key). */
     public static void adminRouting(HttpRouting.Builder routing, Services services) {
         Edge edge = edge(services);
-        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.ADMIN, edge, services.config().purchase().deadline()))
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.ADMIN, edge, services.config().db().connectionTimeout()))
                .register("/drills", services.drillRoutes())
                .register("/outbox", services.outboxRoutes())
                .register("/admin", services.adminRoutes())

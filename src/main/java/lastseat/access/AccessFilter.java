@@ -60,7 +60,11 @@ public final class AccessFilter implements Filter {
     private final Edge edge;
     private final Duration keyReadBound;
 
-    /** {@code keyReadBound}: {@code purchase.deadline}, so that no key's read outlasts what a purchase may take in all. */
+    /**
+     * {@code keyReadBound}: on the public socket {@code purchase.deadline}, so that no key's read outlasts
+     * what a purchase may take in all; on the admin socket {@code db.connection-timeout}, the operator's
+     * calls waiting as long as the pool allows.
+     */
     public AccessFilter(ApiKeys keys, Socket socket, Edge edge, Duration keyReadBound) {
         this.keys = keys;
         this.socket = socket;

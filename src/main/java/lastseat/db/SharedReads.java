@@ -2,9 +2,13 @@ package lastseat.db;
 
 import lastseat.work.Deadline;
 
+import java.sql.SQLException;
+import java.sql.SQLTransientConnectionException;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -15,9 +19,10 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>Contract: a read is joined only until its query is sent (it leaves this table as it takes its
  * connection), so its answer is the database's at a moment after every caller it answers arrived — as
- * fresh as a read of one's own. The leader's wait is bounded by its deadline, which ends no later than
- * a joiner's (it arrived first); a joiner whose shared read ran out of time ({@link DatabaseBusy})
- * tries again with what is left of its own deadline. A failure reaches the leader and every joiner.
+ * fresh as a read of one's own. Every caller waits no longer than its own deadline: a joiner whose
+ * deadline comes first gives up ({@link DatabaseBusy}); one whose shared read ran out of the first
+ * caller's deadline tries again with what is left of its own. A failure reaches the leader and every
+ * joiner, each as an exception of its own.
  *
  * <p>Hazard: only reads that say the same thing to every caller may share a key; and never keep an
  * answer past its read (a cache): a key revoked, or a seat sold, after a caller arrived must be seen.
@@ -45,13 +50,26 @@ public final class SharedReads<K, V> {
             }
             joined.increment();
             try {
-                // No timeout of its own: the read joined belongs to a caller that came first, whose bound ends first.
-                return waitingRead.join();
-            } catch (CompletionException e) {
-                if (e.getCause() instanceof DatabaseBusy && (deadline == null || !deadline.passed())) {
-                    continue;
+                return deadline == null ? waitingRead.get() : waitingRead.get(deadline.remaining().toNanos(), TimeUnit.NANOSECONDS);
+            } catch (TimeoutException e) {
+                // The read joined came from a caller with a later deadline (one that waited elsewhere first).
+                throw new DatabaseBusy(new SQLTransientConnectionException("no shared read answered by the deadline"));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new DatabaseException(new SQLException("interrupted while waiting for a shared read", e));
+            } catch (ExecutionException e) {
+                switch (e.getCause()) {
+                    // The first caller's deadline came first: this one may still have time for a read of its own.
+                    case DatabaseBusy busy when deadline == null || !deadline.passed() -> {
+                        continue;
+                    }
+                    // Each caller gets its own exception (the leader's, as the cause), with its own stack.
+                    case DatabaseBusy busy -> throw new DatabaseBusy(busy);
+                    case DatabaseException failed when failed.getCause() instanceof SQLException sql -> throw new DatabaseException(sql);
+                    case Error error -> throw error;
+                    case RuntimeException failure -> throw failure;
+                    default -> throw new IllegalStateException(e.getCause());
                 }
-                throw e.getCause() instanceof RuntimeException failure ? failure : e;
             }
         }
     }

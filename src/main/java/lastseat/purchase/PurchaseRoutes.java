@@ -359,7 +359,7 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     /**
-     * {@code Server-Timing: app;dur=<ms>}: from the handler's start (where the deadline starts) to the
+     * {@code Server-Timing: app;dur=<ms>}: from the access filter's first look (where the deadline starts) to the
      * answer, on the server's clock, so a client can tell the server's time from its own queueing (I5).
      */
     private static void serverTiming(ServerResponse response, long arrived) {

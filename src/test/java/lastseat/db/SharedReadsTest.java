@@ -25,8 +25,8 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 /**
  * {@link SharedReads} on a real pool of two connections: callers asking the same thing while a read
  * waits for its connection share it; a read already sent is never joined (its answer could predate a
- * caller's arrival: a key revoked, a seat sold meanwhile); and a joiner whose shared read ran out of
- * the first caller's deadline tries again with its own.
+ * caller's arrival: a key revoked, a seat sold meanwhile); every caller waits no longer than its own
+ * deadline; and a joiner whose shared read ran out of the first caller's deadline tries again with its own.
  */
 class SharedReadsTest {
     @RegisterExtension
@@ -111,19 +111,52 @@ class SharedReadsTest {
                     callers.submit(() -> HeldConnection.hold(app.services().db(), taken, letGo));
                 }
                 assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
-                early = callers.submit(() -> reads.read("key", Deadline.after(Duration.ofMillis(300), System.nanoTime()), c -> 1));
+                early = callers.submit(() -> reads.read("key", Deadline.after(Duration.ofSeconds(2), System.nanoTime()), c -> 1));
                 awaitTrue(() -> reads.waiting() == 1, "the first caller's read waiting");
                 patient = callers.submit(() -> reads.read("key", soon(), c -> 2));
                 awaitTrue(() -> reads.joined() == 1, "the second caller joined it");
 
                 Throwable ranOut = catchThrowable(early::get);
-                assertThat(ranOut).as("the first caller, at its 300 ms").hasCauseInstanceOf(DatabaseBusy.class);
+                assertThat(ranOut).as("the first caller, at its 2 s").hasCauseInstanceOf(DatabaseBusy.class);
                 awaitTrue(() -> reads.waiting() == 1, "the second caller's own read waiting");
                 assertThat(patient.isDone()).as("the second caller, still within its deadline").isFalse();
             } finally {
                 letGo.countDown();
             }
             assertThat(patient.get()).as("its own read's answer").isEqualTo(2);
+        }
+        assertThat(reads.sent()).isEqualTo(1);
+        Invariants.resourcesCameBack(app);
+    }
+
+    @Test
+    void aJoinerWhoseOwnDeadlineComesFirstGivesUpByItWhileTheReadItJoinedStillWaits() throws Exception {
+        SharedReads<String, Integer> reads = new SharedReads<>(app.services().db());
+        CountDownLatch taken = new CountDownLatch(2);
+        CountDownLatch letGo = new CountDownLatch(1);
+        try (ExecutorService callers = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<Integer> patient;
+            try {
+                for (int i = 0; i < 2; i++) {
+                    callers.submit(() -> HeldConnection.hold(app.services().db(), taken, letGo));
+                }
+                assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
+                patient = callers.submit(() -> reads.read("key", soon(), c -> 1));
+                awaitTrue(() -> reads.waiting() == 1, "the patient caller's read waiting");
+
+                // A caller that spent its time elsewhere first: its deadline ends long before the read it joins.
+                long start = System.nanoTime();
+                Throwable late = catchThrowable(() -> reads.read("key", Deadline.after(Duration.ofMillis(500), start), c -> 2));
+                long waitedMs = (System.nanoTime() - start) / 1_000_000;
+
+                assertThat(late).as("the hurried joiner").isInstanceOf(DatabaseBusy.class);
+                assertThat(waitedMs).as("by its own deadline, not the 10 s of the read it joined").isLessThan(3000);
+                assertThat(reads.joined()).isEqualTo(1);
+                assertThat(patient.isDone()).as("the read joined still waits").isFalse();
+            } finally {
+                letGo.countDown();
+            }
+            assertThat(patient.get()).isEqualTo(1);
         }
         assertThat(reads.sent()).isEqualTo(1);
         Invariants.resourcesCameBack(app);

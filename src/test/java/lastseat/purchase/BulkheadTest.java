@@ -29,7 +29,7 @@ import static org.assertj.core.api.Assertions.assertThat;
  * not at the provider, where a call given up at the deadline lingers); everybody else is refused 503
  * {@code payment-capacity-full} or, not admitted once the open calls show the provider too slow, {@code overloaded},
  * with {@code Retry-After} (or 504 if the deadline came first); every
- * answer comes within the deadline plus the slack, timed from the handler's start where the
+ * answer comes within the deadline plus the slack, timed from lastseat's first look at the request where the
  * deadline starts ({@code Server-Timing}); every permit comes back.
  */
 class BulkheadTest {
@@ -37,7 +37,7 @@ class BulkheadTest {
     /**
      * I5's slack for this burst: the 40 buyers refused a permit all reach their deadline together and
      * then write their release at once, on two cores shared with the stubs and the 60 clients of this
-     * JVM; measured from the handler's start their tail is up to ~320 ms (docs/BENCHMARKS.md).
+     * JVM; measured on the server's clock their tail is up to ~320 ms (docs/BENCHMARKS.md).
      */
     private static final int SLACK_MS = 400;
     @RegisterExtension
@@ -76,7 +76,7 @@ class BulkheadTest {
             assertThat(a.json().path("type").asText()).as(a.body())
                     .isIn("urn:lastseat:problem:payment-capacity-full", "urn:lastseat:problem:overloaded");
         });
-        assertThat(answers).allSatisfy(a -> assertThat(a.serverMillis()).as("from the handler's start (I5): " + a)
+        assertThat(answers).allSatisfy(a -> assertThat(a.serverMillis()).as("on the server's clock, from the access filter's first look (I5): " + a)
                 .isLessThanOrEqualTo(DEADLINE_MS + SLACK_MS));
         long unknown = byStatus.getOrDefault(202, 0L);
         assertThat(app.client().event(event).path("held").asLong()).as("only unknown payments keep their hold").isEqualTo(unknown);

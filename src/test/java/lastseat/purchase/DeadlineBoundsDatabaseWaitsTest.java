@@ -41,7 +41,7 @@ class DeadlineBoundsDatabaseWaitsTest {
                                                            "db.lock-timeout", DB_BOUND_MS + "ms", "purchase.deadline", DEADLINE_MS + "ms"));
 
     @Test
-    void aPurchaseThatFindsEveryConnectionTakenIsAnsweredByItsDeadlineAndChangesNothing() throws Exception {
+    void aPurchaseWhoseKeyCannotBeReadForWantOfAConnectionIsAnsweredByItsDeadlineAndChangesNothing() throws Exception {
         String event = app.newEvent("A1");
         String key = UUID.randomUUID().toString();
         CountDownLatch taken = new CountDownLatch(2);
@@ -69,6 +69,7 @@ class DeadlineBoundsDatabaseWaitsTest {
         assertThat(answer.status()).as(answer.toString()).isEqualTo(503);
         assertThat(answer.type()).isEqualTo("database-busy");
         assertThat(answer.elapsedMillis()).as("answered by the deadline, not db.connection-timeout").isLessThan(DEADLINE_MS + SLACK_MS);
+        assertThat(answer.header("Server-Timing")).as("the access filter's answer: the key's read found no connection").isNull();
         assertThat(app.db().count("SELECT COUNT(*) FROM purchases WHERE event_id = ?", event)).as("nothing reserved").isZero();
 
         Answer retry = app.client().purchaseSeats(key, event, "A1");
@@ -120,6 +121,39 @@ class DeadlineBoundsDatabaseWaitsTest {
                 .containsExactly(DB_BOUND_MS, DB_BOUND_MS);
         Answer retry = app.client().purchaseSeats(key, event, "A1");
         assertThat(retry.status()).as("the same key, once the row is free: " + retry).isEqualTo(201);
+        Invariants.hold(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
+    @Test
+    void aPurchasesKeyClaimThatFindsEveryConnectionTakenEndsAtItsDeadline() throws Exception {
+        String event = app.newEvent("A1");
+        String key = UUID.randomUUID().toString();
+        Order order = new Order(event, List.of("A1"), 1, "bob", "bob@example.com", "tok_ok", "test", key);
+        CountDownLatch taken = new CountDownLatch(2);
+        CountDownLatch letGo = new CountDownLatch(1);
+        Throwable busy;
+        long waitedMs;
+        try (ExecutorService holders = Executors.newVirtualThreadPerTaskExecutor()) {
+            try {
+                for (int i = 0; i < 2; i++) {
+                    holders.submit(() -> HeldConnection.hold(app.services().db(), taken, letGo));
+                }
+                assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
+                // Past the access filter: the route's own first wait, the key's claim.
+                long start = System.nanoTime();
+                busy = catchThrowable(() -> app.services().purchaseRoutes().admitted(key, "{}".getBytes(), order,
+                        lastseat.work.Deadline.after(java.time.Duration.ofMillis(DEADLINE_MS), start)));
+                waitedMs = (System.nanoTime() - start) / 1_000_000;
+            } finally {
+                letGo.countDown();
+            }
+        }
+
+        assertThat(busy).as("the key's claim").isInstanceOf(DatabaseBusy.class);
+        assertThat(waitedMs).as("by the deadline, not db.connection-timeout").isLessThan(DEADLINE_MS + SLACK_MS);
+        assertThat(app.db().count("SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = ?", key)).as("no key claimed").isZero();
+        assertThat(app.db().count("SELECT COUNT(*) FROM purchases WHERE event_id = ?", event)).as("nothing reserved").isZero();
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);
     }

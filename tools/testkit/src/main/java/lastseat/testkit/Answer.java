@@ -16,7 +16,7 @@ import java.util.OptionalLong;
  * is compared byte for byte), and how long it took from send to the last byte on the caller's clock.
  *
  * <p>Hazard: {@link #elapsedMillis()} also counts the wait for a connection to be accepted, which a
- * burst on two cores makes long; a bound the design states from the handler's start (I5) is checked
+ * burst on two cores makes long; a bound the design states from lastseat's first look at the request (I5) is checked
  * with {@link #serverMillis()}.
  */
 public record Answer(int status, Map<String, List<String>> headers, byte[] raw, long elapsedMillis) {
