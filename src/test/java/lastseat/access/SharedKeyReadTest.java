@@ -2,12 +2,12 @@ package lastseat.access;
 
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
+import lastseat.support.Waits;
 import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.time.Duration;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -16,7 +16,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -56,27 +55,27 @@ class SharedKeyReadTest {
         try (ExecutorService holders = Executors.newVirtualThreadPerTaskExecutor()) {
             Future<Integer> revoker = holders.submit(() -> app.services().db().read(c -> {
                 taken.countDown();
-                await(revokeNow);
+                Waits.quietly(revokeNow);
                 // On a connection of the pool's own, so that the requests' reads still wait for one.
                 int rows = lastseat.db.Sql.update(c, "UPDATE api_keys SET revoked_at = CURRENT_TIMESTAMP WHERE name = ?", name);
                 revoked.countDown();
-                await(letGo);
+                Waits.quietly(letGo);
                 return rows;
             }));
             holders.submit(() -> app.services().db().read(c -> {
                 taken.countDown();
-                await(letGo);
+                Waits.quietly(letGo);
                 return null;
             }));
             try {
                 assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
                 first = CompletableFuture.supplyAsync(() -> shop.get(nothing), holders);
-                awaitTrue(() -> keys.reads().waiting() == 1, "request A's read waiting for a connection");
+                Waits.until(() -> keys.reads().waiting() == 1, "request A's read waiting for a connection");
 
                 revokeNow.countDown();
                 assertThat(revoked.await(5, TimeUnit.SECONDS)).as("the key revoked, committed").isTrue();
                 second = CompletableFuture.supplyAsync(() -> shop.get(nothing), holders);
-                awaitTrue(() -> keys.reads().joined() == joinedBefore + 1, "request B joined A's read");
+                Waits.until(() -> keys.reads().joined() == joinedBefore + 1, "request B joined A's read");
             } finally {
                 letGo.countDown();
             }
@@ -91,21 +90,5 @@ class SharedKeyReadTest {
         assertThat(keys.reads().sent() - readsBefore).as("a request after the shared read reads for itself").isEqualTo(2);
         assertThat(keys.reads().waiting()).as("no read left waiting").isZero();
         Invariants.resourcesCameBack(app);
-    }
-
-    private static void await(CountDownLatch latch) {
-        try {
-            latch.await(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
-        long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-        while (!condition.getAsBoolean()) {
-            assertThat(System.nanoTime()).as("expected " + what).isLessThan(until);
-            Thread.sleep(5);
-        }
     }
 }

@@ -3,6 +3,7 @@ package lastseat.db;
 import lastseat.support.HeldConnection;
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
+import lastseat.support.Waits;
 import lastseat.work.Deadline;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -17,7 +18,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BooleanSupplier;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
@@ -49,9 +49,9 @@ class SharedReadsTest {
                 for (int i = 0; i < 5; i++) {
                     same.add(callers.submit(() -> reads.read("event-1", soon(), c -> 40 + runs.incrementAndGet())));
                 }
-                awaitTrue(() -> reads.waiting() == 1 && reads.joined() == 4, "one read waiting, four callers joined it");
+                Waits.until(() -> reads.waiting() == 1 && reads.joined() == 4, "one read waiting, four callers joined it");
                 other = callers.submit(() -> reads.read("event-2", soon(), c -> 100 + runs.incrementAndGet()));
-                awaitTrue(() -> reads.waiting() == 2, "a read of another key waiting beside it");
+                Waits.until(() -> reads.waiting() == 2, "a read of another key waiting beside it");
             } finally {
                 letGo.countDown();
             }
@@ -78,7 +78,7 @@ class SharedReadsTest {
             Future<Integer> first = callers.submit(() -> reads.read("key", soon(), c -> {
                 int run = runs.incrementAndGet();
                 firstRunning.countDown();
-                await(finishFirst);
+                Waits.quietly(finishFirst);
                 return run;
             }));
             try {
@@ -112,13 +112,13 @@ class SharedReadsTest {
                 }
                 assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
                 early = callers.submit(() -> reads.read("key", Deadline.after(Duration.ofSeconds(2), System.nanoTime()), c -> 1));
-                awaitTrue(() -> reads.waiting() == 1, "the first caller's read waiting");
+                Waits.until(() -> reads.waiting() == 1, "the first caller's read waiting");
                 patient = callers.submit(() -> reads.read("key", soon(), c -> 2));
-                awaitTrue(() -> reads.joined() == 1, "the second caller joined it");
+                Waits.until(() -> reads.joined() == 1, "the second caller joined it");
 
                 Throwable ranOut = catchThrowable(early::get);
                 assertThat(ranOut).as("the first caller, at its 2 s").hasCauseInstanceOf(DatabaseBusy.class);
-                awaitTrue(() -> reads.waiting() == 1, "the second caller's own read waiting");
+                Waits.until(() -> reads.waiting() == 1, "the second caller's own read waiting");
                 assertThat(patient.isDone()).as("the second caller, still within its deadline").isFalse();
             } finally {
                 letGo.countDown();
@@ -142,7 +142,7 @@ class SharedReadsTest {
                 }
                 assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
                 patient = callers.submit(() -> reads.read("key", soon(), c -> 1));
-                awaitTrue(() -> reads.waiting() == 1, "the patient caller's read waiting");
+                Waits.until(() -> reads.waiting() == 1, "the patient caller's read waiting");
 
                 // A caller that spent its time elsewhere first: its deadline ends long before the read it joins.
                 long start = System.nanoTime();
@@ -164,21 +164,5 @@ class SharedReadsTest {
 
     private static Deadline soon() {
         return Deadline.after(Duration.ofSeconds(10), System.nanoTime());
-    }
-
-    private static void await(CountDownLatch latch) {
-        try {
-            latch.await(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
-        long until = System.nanoTime() + Duration.ofSeconds(5).toNanos();
-        while (!condition.getAsBoolean()) {
-            assertThat(System.nanoTime()).as("expected " + what).isLessThan(until);
-            Thread.sleep(5);
-        }
     }
 }

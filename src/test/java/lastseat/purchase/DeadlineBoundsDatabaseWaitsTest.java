@@ -5,6 +5,7 @@ import lastseat.inventory.Order;
 import lastseat.support.HeldConnection;
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
+import lastseat.support.Waits;
 import lastseat.testkit.Answer;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -91,7 +92,7 @@ class DeadlineBoundsDatabaseWaitsTest {
                 int rows = lastseat.db.Sql.list(c, "SELECT label FROM seats WHERE event_id = ? AND label = 'A1' FOR UPDATE",
                                                 rs -> rs.getString(1), event).size();
                 locked.countDown();
-                awaitQuietly(letGo);
+                Waits.quietly(letGo);
                 c.rollback();
                 return rows;
             }));
@@ -158,15 +159,6 @@ class DeadlineBoundsDatabaseWaitsTest {
         Invariants.resourcesCameBack(app);
     }
 
-    /** Waits at most 10 s; an interrupt ends the wait and stays set (the caller's assertions then fail). */
-    private static void awaitQuietly(CountDownLatch latch) {
-        try {
-            latch.await(10, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
     /** H2's {@code LOCK_TIMEOUT()} of both pooled connections, taken at once so that each is asked. */
     private static List<Long> lockTimeoutOfEveryConnection() throws Exception {
         CountDownLatch both = new CountDownLatch(2);
@@ -175,7 +167,7 @@ class DeadlineBoundsDatabaseWaitsTest {
             for (int i = 0; i < 2; i++) {
                 asked.add(askers.submit(() -> app.services().db().read(c -> {
                     both.countDown();
-                    awaitQuietly(both);
+                    Waits.quietly(both);
                     return lastseat.db.Sql.list(c, "SELECT LOCK_TIMEOUT()", rs -> rs.getLong(1)).getFirst();
                 })));
             }
