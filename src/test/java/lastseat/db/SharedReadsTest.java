@@ -42,10 +42,7 @@ class SharedReadsTest {
         Future<Integer> other;
         try (ExecutorService callers = Executors.newVirtualThreadPerTaskExecutor()) {
             try {
-                for (int i = 0; i < 2; i++) {
-                    callers.submit(() -> HeldConnection.hold(app.services().db(), taken, letGo));
-                }
-                assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
+                assertThat(HeldConnection.holdAll(app.services().db(), callers, taken, letGo)).as("both connections held").isTrue();
                 for (int i = 0; i < 5; i++) {
                     same.add(callers.submit(() -> reads.read("event-1", soon(), c -> 40 + runs.incrementAndGet())));
                 }
@@ -107,10 +104,7 @@ class SharedReadsTest {
             Future<Integer> early;
             Future<Integer> patient;
             try {
-                for (int i = 0; i < 2; i++) {
-                    callers.submit(() -> HeldConnection.hold(app.services().db(), taken, letGo));
-                }
-                assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
+                assertThat(HeldConnection.holdAll(app.services().db(), callers, taken, letGo)).as("both connections held").isTrue();
                 early = callers.submit(() -> reads.read("key", Deadline.after(Duration.ofSeconds(2), System.nanoTime()), c -> 1));
                 Waits.until(() -> reads.waiting() == 1, "the first caller's read waiting");
                 patient = callers.submit(() -> reads.read("key", soon(), c -> 2));
@@ -137,10 +131,7 @@ class SharedReadsTest {
         try (ExecutorService callers = Executors.newVirtualThreadPerTaskExecutor()) {
             Future<Integer> patient;
             try {
-                for (int i = 0; i < 2; i++) {
-                    callers.submit(() -> HeldConnection.hold(app.services().db(), taken, letGo));
-                }
-                assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
+                assertThat(HeldConnection.holdAll(app.services().db(), callers, taken, letGo)).as("both connections held").isTrue();
                 patient = callers.submit(() -> reads.read("key", soon(), c -> 1));
                 Waits.until(() -> reads.waiting() == 1, "the patient caller's read waiting");
 

@@ -50,10 +50,7 @@ class DeadlineBoundsDatabaseWaitsTest {
         Answer answer;
         try (ExecutorService holders = Executors.newVirtualThreadPerTaskExecutor()) {
             try {
-                for (int i = 0; i < 2; i++) {
-                    holders.submit(() -> HeldConnection.hold(app.services().db(), taken, letGo));
-                }
-                assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections taken").isTrue();
+                assertThat(HeldConnection.holdAll(app.services().db(), holders, taken, letGo)).as("both connections taken").isTrue();
 
                 long start = System.nanoTime();
                 Throwable unbounded = catchThrowable(() -> app.services().db().read(c -> c.isValid(1)));
@@ -137,10 +134,7 @@ class DeadlineBoundsDatabaseWaitsTest {
         long waitedMs;
         try (ExecutorService holders = Executors.newVirtualThreadPerTaskExecutor()) {
             try {
-                for (int i = 0; i < 2; i++) {
-                    holders.submit(() -> HeldConnection.hold(app.services().db(), taken, letGo));
-                }
-                assertThat(taken.await(5, TimeUnit.SECONDS)).as("both connections held").isTrue();
+                assertThat(HeldConnection.holdAll(app.services().db(), holders, taken, letGo)).as("both connections held").isTrue();
                 // Past the access filter: the route's own first wait, the key's claim.
                 long start = System.nanoTime();
                 busy = catchThrowable(() -> app.services().purchaseRoutes().admitted(key, "{}".getBytes(), order,

@@ -3,6 +3,7 @@ package lastseat.support;
 import lastseat.db.Database;
 
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -27,5 +28,17 @@ public final class HeldConnection {
                 return false;
             }
         });
+    }
+
+    /**
+     * Holds {@code taken.getCount()} of {@code db}'s connections, each on a thread of {@code on}, until
+     * {@code letGo}; true once all are held (within 5 s), false when they were not.
+     */
+    public static boolean holdAll(Database db, ExecutorService on, CountDownLatch taken, CountDownLatch letGo)
+            throws InterruptedException {
+        for (long i = taken.getCount(); i > 0; i--) {
+            on.submit(() -> hold(db, taken, letGo));
+        }
+        return taken.await(5, TimeUnit.SECONDS);
     }
 }
