@@ -177,6 +177,11 @@ final class Admission {
         return waiting.get();
     }
 
+    /** Refused purchases waiting now for those admitted before them to make their reservations; a reading for tests. */
+    int awaitingReservations() {
+        return awaitingReservations.get();
+    }
+
     int capacity() {
         return capacity;
     }

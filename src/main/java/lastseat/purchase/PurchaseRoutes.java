@@ -29,6 +29,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.logging.Level;
 import java.util.logging.Logger;
@@ -231,13 +232,19 @@ public final class PurchaseRoutes implements HttpService {
 
     /**
      * A purchase given no place: nothing is reserved and no key is stored. A key used before gets its
-     * own answer (a replay, in flight, reused). Otherwise, once the purchases admitted before it
+     * own answer (a replay, in flight, reused). When a read of the last moments leaves no doubt that
+     * plenty of seats stay free, it is 503 with Retry-After at once. Otherwise, once the purchases admitted before it
      * ({@code mark}) have made their reservations, a read says whether its seats are gone — 409, the
      * truth, even when busy. If a quantity is asked for and fewer seats are free than the purchases this process may run, it
      * waits for a place while its deadline allows (then it runs, and its reservation tells the truth);
      * only seats still free at the end, or plenty of them, make it 503 with Retry-After.
      */
     private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark) {
+        if (plentyBeyondDoubt(order, deadline)) {
+            // Whatever those ahead of it reserve, seats stay free and no place is waited for: the answer
+            // after the wait would be this one, only later, and the wait is what made refusals slow.
+            return new Turn.Told(busy());
+        }
         try {
             admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
             Purchases.Seen seen = seen(order, deadline);
@@ -264,8 +271,13 @@ public final class PurchaseRoutes implements HttpService {
             Thread.currentThread().interrupt();
         }
         // Seats free and no place: try again later (a retry of a key used before learns its answer then).
-        return new Turn.Told(admission.available() == 0 ? answers.tooMany(admission.capacity())
-                : answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded())));
+        return new Turn.Told(busy());
+    }
+
+    /** Seats free and no place for the purchase: 503 with Retry-After, at the process's cap or under the pace's limit. */
+    private PurchaseAnswers.Answer busy() {
+        return admission.available() == 0 ? answers.tooMany(admission.capacity())
+                : answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded()));
     }
 
     /** The answer a key used before gets without a place (a replay, in flight, reused); empty for a new key. */
@@ -286,9 +298,12 @@ public final class PurchaseRoutes implements HttpService {
         };
     }
 
-    /** Free seats that make a quantity plenty: more than every purchase running could take with it. */
+    /**
+     * Free seats that make a quantity plenty: more than every purchase running could take with it, and
+     * more than a refused buyer would wait for a place for (see {@link #notAdmitted}).
+     */
     private int enough(Order order) {
-        return order.quantity() + running() * config.maxSeats() + 1;
+        return order.quantity() + running() * config.maxSeats() + Math.max(running(), admission.limit()) + 1;
     }
 
     private int running() {
@@ -313,24 +328,66 @@ public final class PurchaseRoutes implements HttpService {
      * (Another instance's sales are bounded by the freshness alone.)
      */
     private Purchases.Seen seen(Order order, Deadline deadline) {
-        if (!order.namesSeats()) {
-            Plenty known = plenty.get(order.eventId());
-            if (known != null && System.nanoTime() - known.atNanos() < PLENTY_FRESH.toNanos()) {
-                long atMost = (admission.mark() - known.admitted()) * config.maxSeats();
-                if (known.free() - atMost - order.quantity() >= running()) {
-                    return new Purchases.Seen(Optional.empty(), (int) (known.free() - atMost));
-                }
-            }
+        OptionalLong fewest = fewestFree(order);
+        if (fewest.isPresent() && fewest.getAsLong() - order.quantity() >= running()) {
+            return new Purchases.Seen(Optional.empty(), (int) fewest.getAsLong());
         }
         long admitted = admission.mark();
         Purchases.Seen seen = purchases.seen(order, enough(order), deadline);
         if (!order.namesSeats()) {
-            if (plenty.size() >= PLENTY_EVENTS) {
-                plenty.clear();
-            }
-            plenty.put(order.eventId(), new Plenty(seen.free(), System.nanoTime(), admitted));
+            remember(order.eventId(), seen.free(), admitted);
         }
         return seen;
+    }
+
+    private void remember(String eventId, int free, long admitted) {
+        if (plenty.size() >= PLENTY_EVENTS) {
+            plenty.clear();
+        }
+        plenty.put(eventId, new Plenty(free, System.nanoTime(), admitted));
+    }
+
+    /**
+     * The fewest seats of a quantity's event that can be free now, from a read of the last
+     * {@link #PLENTY_FRESH} less what every purchase admitted since could have taken; empty without such a read.
+     */
+    private OptionalLong fewestFree(Order order) {
+        if (order.namesSeats()) {
+            return OptionalLong.empty();
+        }
+        Plenty known = plenty.get(order.eventId());
+        if (known == null || System.nanoTime() - known.atNanos() >= PLENTY_FRESH.toNanos()) {
+            return OptionalLong.empty();
+        }
+        return OptionalLong.of(known.free() - (admission.mark() - known.admitted()) * config.maxSeats());
+    }
+
+    /**
+     * True when a read leaves no doubt that a buyer refused a place is told 503: its seats stay free
+     * whatever the purchases running take, and too many stay free for it to wait for a place. A read of
+     * the last {@link #PLENTY_FRESH} answers; past that, a new read is made only if the last one showed
+     * plenty (an event selling its last seats is never read twice by a refused buyer).
+     */
+    private boolean plentyBeyondDoubt(Order order, Deadline deadline) {
+        if (order.namesSeats()) {
+            return false;
+        }
+        int spare = Math.max(running(), admission.limit());
+        OptionalLong fewest = fewestFree(order);
+        if (fewest.isPresent()) {
+            return fewest.getAsLong() - order.quantity() >= spare;
+        }
+        Plenty last = plenty.get(order.eventId());
+        if (last == null || last.free() - order.quantity() < spare) {
+            return false;
+        }
+        int unreserved = running() * config.maxSeats();
+        long admitted = admission.mark();
+        // This read may miss the seats the purchases running are about to take: as many as each may take
+        // is counted as gone, so the figure kept is one that waiting for them could only have raised.
+        int free = inventory.freeUpTo(order.eventId(), enough(order) + unreserved, deadline) - unreserved;
+        remember(order.eventId(), free, admitted);
+        return free - order.quantity() >= spare;
     }
 
     /** What the flow tells the permit: the reservation is made; the payment starts after this long. */
