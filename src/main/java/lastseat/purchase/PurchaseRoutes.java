@@ -241,13 +241,13 @@ public final class PurchaseRoutes implements HttpService {
      */
     private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark) {
         if (plentyBeyondDoubt(order, deadline)) {
-            // Whatever those ahead of it reserve, seats stay free and no place is waited for: the answer
-            // after the wait would be this one, only later, and the wait is what made refusals slow.
+            // Whatever those ahead of it reserve, seats stay free and no place is waited for: the wait would
+            // end in 503 too (unless another instance sold them meanwhile), and it is what made refusals slow.
             return new Turn.Told(busy());
         }
         try {
-            admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
-            Purchases.Seen seen = seen(order, deadline);
+            boolean aheadReserved = admission.awaitReservationsAhead(mark, deadline.remaining().dividedBy(2));
+            Purchases.Seen seen = seen(order, deadline, aheadReserved ? OptionalLong.of(mark) : OptionalLong.empty());
             if (seen.gone().isEmpty() && !order.namesSeats() && admission.available() > 0
                 && seen.free() - order.quantity() < admission.limit()) {
                 // So few seats left that as many purchases as this process runs (and another instance's)
@@ -316,8 +316,16 @@ public final class PurchaseRoutes implements HttpService {
     private static final int PLENTY_EVENTS = 1000;
     private final Map<String, Plenty> plenty = new java.util.concurrent.ConcurrentHashMap<>();
 
-    /** An event's free seats as read at {@code atNanos}, when {@code admitted} purchases had been admitted. */
+    /**
+     * An event's free seats as read at {@code atNanos}, less what every purchase admitted up to the mark
+     * {@code admitted} and not yet reserved at the read could still take: so {@code free} less the most
+     * each purchase admitted after that mark may take is the fewest free now. It may be below zero.
+     */
     private record Plenty(int free, long atNanos, long admitted) {
+        /** Kept while the first read of an event is made: no seats, and already stale. */
+        static Plenty firstLook() {
+            return new Plenty(0, System.nanoTime() - PLENTY_FRESH.toNanos(), 0);
+        }
     }
 
     /**
@@ -327,24 +335,31 @@ public final class PurchaseRoutes implements HttpService {
      * buyer would otherwise read the database, and take its connections from the purchases running.
      * (Another instance's sales are bounded by the freshness alone.)
      */
-    private Purchases.Seen seen(Order order, Deadline deadline) {
+    private Purchases.Seen seen(Order order, Deadline deadline, OptionalLong reservedUpTo) {
         OptionalLong fewest = fewestFree(order);
         if (fewest.isPresent() && fewest.getAsLong() - order.quantity() >= running()) {
             return new Purchases.Seen(Optional.empty(), (int) fewest.getAsLong());
         }
         long admitted = admission.mark();
+        int unreserved = running() * config.maxSeats();
         Purchases.Seen seen = purchases.seen(order, enough(order), deadline);
         if (!order.namesSeats()) {
-            remember(order.eventId(), seen.free(), admitted);
+            // The count is kept as what every purchase admitted up to the mark kept with it has left: up to
+            // the caller's own mark when all of those had reserved, else less the most the running may take.
+            if (reservedUpTo.isPresent()) {
+                keep(order.eventId(), new Plenty(seen.free(), System.nanoTime(), reservedUpTo.getAsLong()));
+            } else {
+                keep(order.eventId(), new Plenty(seen.free() - unreserved, System.nanoTime(), admitted));
+            }
         }
         return seen;
     }
 
-    private void remember(String eventId, int free, long admitted) {
+    private void keep(String eventId, Plenty count) {
         if (plenty.size() >= PLENTY_EVENTS) {
             plenty.clear();
         }
-        plenty.put(eventId, new Plenty(free, System.nanoTime(), admitted));
+        plenty.put(eventId, count);
     }
 
     /**
@@ -366,7 +381,8 @@ public final class PurchaseRoutes implements HttpService {
      * True when a read leaves no doubt that a buyer refused a place is told 503: its seats stay free
      * whatever the purchases running take, and too many stay free for it to wait for a place. A read of
      * the last {@link #PLENTY_FRESH} answers; past that, a new read is made only if the last one showed
-     * plenty (an event selling its last seats is never read twice by a refused buyer).
+     * plenty, or by the first refused buyer of an event not read before (an event selling its last
+     * seats is read ahead of the wait once, not by every refused buyer).
      */
     private boolean plentyBeyondDoubt(Order order, Deadline deadline) {
         if (order.namesSeats()) {
@@ -378,15 +394,26 @@ public final class PurchaseRoutes implements HttpService {
             return fewest.getAsLong() - order.quantity() >= spare;
         }
         Plenty last = plenty.get(order.eventId());
-        if (last == null || last.free() - order.quantity() < spare) {
+        if (last == null) {
+            // Of an event this process knows nothing of, the first refused buyer reads; those with it
+            // wait as before, so a burst at a last seat makes one read more, not one per buyer.
+            if (plenty.size() >= PLENTY_EVENTS) {
+                plenty.clear();
+            }
+            if (plenty.putIfAbsent(order.eventId(), Plenty.firstLook()) != null) {
+                return false;
+            }
+        } else if (last.free() - order.quantity() < spare) {
             return false;
         }
-        int unreserved = running() * config.maxSeats();
+        // The mark first: a purchase admitted between the two readings is then counted twice, never missed.
         long admitted = admission.mark();
+        int unreserved = running() * config.maxSeats();
         // This read may miss the seats the purchases running are about to take: as many as each may take
-        // is counted as gone, so the figure kept is one that waiting for them could only have raised.
+        // is counted as gone, so the figure kept is one that waiting for them could only have raised. It
+        // counts that many further than plenty, so that what is kept stays plenty for a while of admissions.
         int free = inventory.freeUpTo(order.eventId(), enough(order) + unreserved, deadline) - unreserved;
-        remember(order.eventId(), free, admitted);
+        keep(order.eventId(), new Plenty(free, System.nanoTime(), admitted));
         return free - order.quantity() >= spare;
     }
 
