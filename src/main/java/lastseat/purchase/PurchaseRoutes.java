@@ -344,8 +344,8 @@ public final class PurchaseRoutes implements HttpService {
         int unreserved = running() * config.maxSeats();
         Purchases.Seen seen = purchases.seen(order, enough(order), deadline);
         if (!order.namesSeats()) {
-            // The count is kept as what every purchase admitted up to the mark kept with it has left: up to
-            // the caller's own mark when all of those had reserved, else less the most the running may take.
+            // Kept with a mark up to which every purchase's seats are in the count: the caller's own when
+            // its wait saw all of those reserved; else the mark now, less what the running may still take.
             if (reservedUpTo.isPresent()) {
                 keep(order.eventId(), new Plenty(seen.free(), System.nanoTime(), reservedUpTo.getAsLong()));
             } else {
