@@ -356,10 +356,15 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     private void keep(String eventId, Plenty count) {
+        makeRoom();
+        plenty.put(eventId, count);
+    }
+
+    /** At {@link #PLENTY_EVENTS} the kept counts are dropped: each is read again when a refused buyer needs it. */
+    private void makeRoom() {
         if (plenty.size() >= PLENTY_EVENTS) {
             plenty.clear();
         }
-        plenty.put(eventId, count);
     }
 
     /**
@@ -397,9 +402,7 @@ public final class PurchaseRoutes implements HttpService {
         if (last == null) {
             // Of an event this process knows nothing of, the first refused buyer reads; those with it
             // wait as before, so a burst at a last seat makes one read more, not one per buyer.
-            if (plenty.size() >= PLENTY_EVENTS) {
-                plenty.clear();
-            }
+            makeRoom();
             if (plenty.putIfAbsent(order.eventId(), Plenty.firstLook()) != null) {
                 return false;
             }
