@@ -14,9 +14,13 @@ import java.time.Duration;
  * @param callTimeout      {@code outside.call-timeout}
  * @param deadlineBackstop {@code outside.deadline-backstop}
  * @param maxResponseBytes {@code outside.max-response-bytes}: the largest answer body read from an outside service
+ * @param idleTimeout      {@code outside.idle-timeout}: how long a connection to the outside services may stay
+ *                         idle before lastseat closes it; it is also the socket's read timeout, so it must outlast
+ *                         every call's bound ({@code call-timeout} plus {@code deadline-backstop}) by a second or
+ *                         more, and the bound, not the socket, ends a slow call
  */
 public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration callTimeout, Duration deadlineBackstop,
-                            int maxResponseBytes) {
+                            int maxResponseBytes, Duration idleTimeout) {
 
     public OutsideConfig {
         baseUrl = Check.httpUrl("outside.base-url", baseUrl);
@@ -24,6 +28,7 @@ public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration ca
         Check.between("outside.call-timeout", callTimeout, Duration.ofMillis(10), Duration.ofSeconds(60));
         Check.between("outside.deadline-backstop", deadlineBackstop, Duration.ZERO, Duration.ofSeconds(10));
         Check.between("outside.max-response-bytes", maxResponseBytes, 256, 10 * 1024 * 1024);
+        Check.between("outside.idle-timeout", idleTimeout, callTimeout.plus(deadlineBackstop).plusSeconds(1), Duration.ofHours(24));
     }
 
     static OutsideConfig read(Reader keys) {
@@ -32,6 +37,7 @@ public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration ca
                 keys.duration("outside.connect-timeout"),
                 keys.duration("outside.call-timeout"),
                 keys.duration("outside.deadline-backstop"),
-                keys.integer("outside.max-response-bytes"));
+                keys.integer("outside.max-response-bytes"),
+                keys.duration("outside.idle-timeout"));
     }
 }

@@ -11,8 +11,11 @@ import java.util.Map;
  * the payment gateway and the outbox need, and all a fake of the outside world has to answer.
  *
  * <p>Contract: every call ends within its deadline or timeout (plus a small backstop) and, when its
- * thread is interrupted, stops instead of waiting for the answer; an {@link IOException} means no
- * answer came, which says nothing about whether the request arrived.
+ * thread is interrupted, stops instead of waiting for the answer. An {@link IOException} means no
+ * answer came, which says nothing about whether the request arrived, except in two words of
+ * {@code java.net.http} that the payment decides on: {@link java.net.ConnectException} and
+ * {@link java.net.http.HttpConnectTimeoutException} mean no connection was made, so nothing was sent;
+ * {@link java.net.http.HttpTimeoutException} means the call's time ran out.
  */
 public interface Outside {
 

@@ -1,47 +1,74 @@
 package lastseat.outside;
 
+import io.helidon.http.HeaderNames;
+import io.helidon.http.Method;
 import io.helidon.metrics.api.Metrics;
 import io.helidon.metrics.api.Tag;
 import io.helidon.metrics.api.Timer;
+import io.helidon.webclient.api.HttpClientResponse;
+import io.helidon.webclient.http1.Http1Client;
+import io.helidon.webclient.http1.Http1ClientRequest;
 import lastseat.config.OutsideConfig;
 import lastseat.work.Deadline;
+import lastseat.work.DeadlinePassed;
+import lastseat.work.Scoped;
 
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.ConnectException;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
-import java.nio.ByteBuffer;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionStage;
-import java.util.concurrent.Flow;
+import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * HTTP/1.1 to the fraud, tax, payment and email services, with a total timeout per request and a
- * cap on the size of what comes back.
+ * HTTP/1.1 to the fraud, tax, payment and email services on Helidon's WebClient: each call runs on a
+ * virtual thread of its own, blocking on its socket, with no selector or executor threads between the
+ * caller and the answer. Each call is bounded, and what comes back is capped in size.
  *
- * <p>Cancellation: {@link HttpClient#send} cancels the exchange when its thread is interrupted, so
- * a subtask interrupted by its scope stops its call instead of waiting for the answer.
+ * <p>Contract: every call ends within its timeout (capped by {@code outside.call-timeout}), or for a
+ * call under a deadline within the deadline plus {@code outside.deadline-backstop}, because the call
+ * runs as a subtask of {@link Scoped#within} that is interrupted at that bound; an interrupt of the
+ * caller (its scope's deadline, a sibling's failure) reaches the subtask the same way. A virtual
+ * thread interrupted in a socket's read or write closes the socket, so the exchange really stops.
+ * The caller's own thread is never interrupted by the bound, so no stray interrupt outlives a call.
+ *
+ * <p>Hazard: Helidon's connection cache watches each idle connection and declares it dead once it has
+ * been idle for the socket's read timeout, and a connection taken from the cache at that moment fails
+ * after the request was written — on a payment, an answer lost. So the socket's read timeout is
+ * {@code outside.idle-timeout}, far longer than any call (the configuration checks it), and never set
+ * per call: the interrupt bounds each call, and a provider closes an idle connection long before. For
+ * the same reason a {@link SocketTimeoutException} can only be the connect's: a read is interrupted
+ * before its socket could time out.
+ *
+ * <p>Failures are told in the words of {@code java.net.http}, which the callers decide on: {@link
+ * ConnectException} or {@link HttpConnectTimeoutException} when no connection was made (so no request
+ * left), {@link HttpTimeoutException} when the bound passed, any other {@link IOException} when the
+ * exchange broke after it may have been sent.
  */
 public final class OutsideHttp implements Outside {
-    private final HttpClient client;
+    private final Http1Client client;
     private final OutsideConfig config;
+    /** The call timers, looked up once per (service, outcome): the registry's lookup builds an id every time. */
+    private final Map<String, Timer> timers = new ConcurrentHashMap<>();
 
     public OutsideHttp(OutsideConfig config) {
         this.config = config;
-        this.client = HttpClient.newBuilder()
-                .version(HttpClient.Version.HTTP_1_1)
+        this.client = Http1Client.builder()
                 .connectTimeout(config.connectTimeout())
-                .followRedirects(HttpClient.Redirect.NEVER)
+                .readTimeout(config.idleTimeout())
+                .followRedirects(false)
+                .sendExpectContinue(false)
+                // Our own cache, so that only connections made with the read timeout above are reused.
+                .shareConnectionCache(false)
                 .build();
-    }
-
-    private URI uri(String path) {
-        return URI.create(config.baseUrl() + path);
     }
 
     /** Within the deadline; the deadline's scope interrupts the call first (see {@link OutsideConfig} for the backstop). */
@@ -55,20 +82,13 @@ public final class OutsideHttp implements Outside {
     @Override
     public Answer post(String path, String json, Map<String, String> headers, Duration timeout)
             throws IOException, InterruptedException {
-        HttpRequest.Builder request = HttpRequest.newBuilder(uri(path))
-                .timeout(capped(timeout))
-                .header("Content-Type", "application/json")
-                .header("Accept", "application/json")
-                .POST(HttpRequest.BodyPublishers.ofString(json, StandardCharsets.UTF_8));
-        headers.forEach(request::header);
-        return send(request.build());
+        return send(Method.POST, path, json.getBytes(StandardCharsets.UTF_8), headers, timeout);
     }
 
     /** Capped further by the configured call timeout. */
     @Override
     public Answer get(String pathAndQuery, Duration timeout) throws IOException, InterruptedException {
-        return send(HttpRequest.newBuilder(uri(pathAndQuery)).timeout(capped(timeout)).header("Accept", "application/json")
-                            .GET().build());
+        return send(Method.GET, pathAndQuery, null, Map.of(), timeout);
     }
 
     /**
@@ -76,18 +96,28 @@ public final class OutsideHttp implements Outside {
      * the path's first segment (fraud, tax, payments, emails, refunds: configured, so few) and the outcome
      * the status's class, {@code failed} (reset, refused, timed out) or {@code cancelled} (interrupted).
      */
-    private Answer send(HttpRequest request) throws IOException, InterruptedException {
+    private Answer send(Method method, String pathAndQuery, byte[] body, Map<String, String> headers, Duration timeout)
+            throws IOException, InterruptedException {
         long start = System.nanoTime();
+        Duration bound = capped(timeout);
+        String service = service(pathAndQuery);
         String outcome = "failed";
         try {
-            HttpResponse<String> response = client.send(request, info -> new Bounded(config.maxResponseBytes()));
-            outcome = response.statusCode() / 100 + "xx";
-            return new Answer(response.statusCode(), response.body());
+            Answer answer = Scoped.within("outside-" + service, Deadline.after(bound, start),
+                                          () -> exchange(method, pathAndQuery, body, headers));
+            outcome = answer.status() / 100 + "xx";
+            return answer;
+        } catch (DeadlinePassed e) {
+            throw new HttpTimeoutException("no answer within " + bound.toMillis() + " ms");
+        } catch (Scoped.SubtaskFailed e) {
+            if (e.getCause() instanceof IOException io) {
+                throw io;
+            }
+            throw e;
         } catch (InterruptedException e) {
             outcome = "cancelled";
             throw e;
         } finally {
-            String service = service(request.uri().getPath());
             String ended = outcome;
             timers.computeIfAbsent(service + " " + ended, key -> Metrics.globalRegistry().getOrCreate(Timer.builder("lastseat.outside")
                             .description("Calls to the outside services, by service and outcome")
@@ -96,63 +126,56 @@ public final class OutsideHttp implements Outside {
         }
     }
 
-    /** The call timers, looked up once per (service, outcome): the registry's lookup builds an id every time. */
-    private final java.util.Map<String, Timer> timers = new java.util.concurrent.ConcurrentHashMap<>();
+    /** One exchange, on the bound's subtask: Helidon's unchecked failures become the words the callers decide on. */
+    private Answer exchange(Method method, String pathAndQuery, byte[] body, Map<String, String> headers)
+            throws IOException, InterruptedException {
+        // Appended, not resolved: a base URL's own path stays in front.
+        Http1ClientRequest request = client.method(method).uri(URI.create(config.baseUrl() + pathAndQuery))
+                .header(HeaderNames.ACCEPT, "application/json");
+        if (body != null) {
+            request.header(HeaderNames.CONTENT_TYPE, "application/json");
+        }
+        headers.forEach((name, value) -> request.header(HeaderNames.create(name), value));
+        try (HttpClientResponse response = body == null ? request.request() : request.submit(body)) {
+            return new Answer(response.status().code(), read(response.inputStream()));
+        } catch (UncheckedIOException e) {
+            throw told(e.getCause());
+        } catch (RuntimeException e) {
+            // Helidon reports a connection that ended mid-answer, or a watcher that gave up on it, unchecked.
+            throw told(e);
+        }
+    }
+
+    private static IOException told(Throwable failure) throws InterruptedException {
+        if (Thread.currentThread().isInterrupted()) {
+            throw new InterruptedException("the call was interrupted: " + failure);
+        }
+        return switch (failure) {
+            case ConnectException refused -> refused;
+            case UnknownHostException unknown -> new ConnectException("unknown host: " + unknown.getMessage());
+            // The socket's read timeout outlasts every call's bound, so only the connect can time out.
+            case SocketTimeoutException timeout -> new HttpConnectTimeoutException("no connection within the connect timeout");
+            case IOException io -> io;
+            default -> new IOException("the exchange failed: " + failure, failure);
+        };
+    }
+
+    /** The body, or a failure when it is longer than the configured cap: an answer never fills memory. */
+    private String read(InputStream in) throws IOException {
+        byte[] bytes = in.readNBytes(config.maxResponseBytes() + 1);
+        if (bytes.length > config.maxResponseBytes()) {
+            throw new IOException("response body larger than " + config.maxResponseBytes() + " bytes");
+        }
+        return new String(bytes, StandardCharsets.UTF_8);
+    }
 
     private static String service(String path) {
-        String[] segments = path.split("/");
+        String[] segments = path.split("[/?]");
         return segments.length > 1 && !segments[1].isEmpty() ? segments[1] : "root";
     }
 
     private Duration capped(Duration timeout) {
         Duration capped = timeout.compareTo(config.callTimeout()) < 0 ? timeout : config.callTimeout();
         return capped.isZero() || capped.isNegative() ? Duration.ofMillis(1) : capped;
-    }
-
-    /** Collects at most {@code max} bytes of a body; a longer one fails the call instead of filling memory. */
-    private static final class Bounded implements HttpResponse.BodySubscriber<String> {
-        private final int max;
-        private final CompletableFuture<String> result = new CompletableFuture<>();
-        private final java.io.ByteArrayOutputStream buffer = new java.io.ByteArrayOutputStream();
-        private Flow.Subscription subscription;
-
-        Bounded(int max) {
-            this.max = max;
-        }
-
-        @Override
-        public CompletionStage<String> getBody() {
-            return result;
-        }
-
-        @Override
-        public void onSubscribe(Flow.Subscription subscription) {
-            this.subscription = subscription;
-            subscription.request(Long.MAX_VALUE);
-        }
-
-        @Override
-        public void onNext(List<ByteBuffer> items) {
-            for (ByteBuffer item : items) {
-                if (buffer.size() + item.remaining() > max) {
-                    subscription.cancel();
-                    result.completeExceptionally(new IOException("response body larger than " + max + " bytes"));
-                    return;
-                }
-                byte[] bytes = new byte[item.remaining()];
-                item.get(bytes);
-                buffer.writeBytes(bytes);
-            }
-        }
-
-        @Override
-        public void onError(Throwable throwable) {
-            result.completeExceptionally(throwable);
-        }
-
-        @Override
-        public void onComplete() {
-            result.complete(buffer.toString(StandardCharsets.UTF_8));
-        }
     }
 }

@@ -52,6 +52,8 @@ class ConfigTest {
             "outside.call-timeout, 5ms",
             "outside.deadline-backstop, 1h",
             "outside.max-response-bytes, 100",
+            "outside.idle-timeout, 5s",
+            "outside.idle-timeout, 2d",
             "checks.fraud-path, fraud",
             "checks.tax-path, /tax quotes",
             "payment.path, payments",

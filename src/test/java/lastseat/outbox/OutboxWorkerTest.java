@@ -458,7 +458,8 @@ class OutboxWorkerTest {
     /** An HTTP client to this app's stubs, as Services builds one (the outbox call timeout caps it further). */
     private static OutsideHttp http(TestApp target) {
         return new OutsideHttp(new OutsideConfig("http://127.0.0.1:" + target.stubs.port(), Duration.ofSeconds(1),
-                                                 Duration.ofSeconds(5), Duration.ofMillis(100), 65536));
+                                                 Duration.ofSeconds(5), Duration.ofMillis(100), 65536,
+                                                 Duration.ofMinutes(10)));
     }
 
     private static Database db() {

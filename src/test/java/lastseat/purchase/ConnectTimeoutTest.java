@@ -25,10 +25,10 @@ import java.util.Map;
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Fast tier: what a payment makes of a connect that timed out. The JDK client throws
- * {@link HttpConnectTimeoutException} only while its connection is not yet connected (its
- * MultiExchange turns a timeout into it only then; a connected one is a plain HttpTimeoutException),
- * so no byte of the request left, as a refused connection: alone it is "not sent", and after an
+ * Fast tier: what a payment makes of a connect that timed out. {@code OutsideHttp} throws
+ * {@link HttpConnectTimeoutException} only for a socket that timed out, and a socket can only time out
+ * in its connect (a call's bound interrupts it long before its read timeout), so no byte of the request
+ * left, as a refused connection: alone it is "not sent", and after an
  * attempt that may have reached the provider it must not clear "unknown". FaultProxyTest shows the
  * same over a real socket: nothing reaches the provider while connects time out.
  */

@@ -1,6 +1,9 @@
 package lastseat.drills;
 
 import com.sun.net.httpserver.HttpServer;
+import lastseat.config.OutsideConfig;
+import lastseat.outside.Outside;
+import lastseat.outside.OutsideHttp;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -9,18 +12,16 @@ import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.URI;
-import java.net.http.HttpClient;
 import java.net.http.HttpConnectTimeoutException;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
- * The fault proxy's timed-out door, as lastseat's HTTP client meets it: the JDK client, HTTP/1.1,
+ * The fault proxy's timed-out door, as lastseat's HTTP client meets it: its own {@link OutsideHttp},
  * lastseat's connect timeout (250 ms). While the door is shut, a POST fails with
  * {@link HttpConnectTimeoutException} after the connect timeout — neither refused nor reset — and
  * nothing reaches the service behind the proxy, which is what lets PaymentGateway treat that
@@ -55,7 +56,7 @@ class FaultProxyTest {
 
     @Test
     void whileConnectionsTimeOutAPaymentFailsWithAConnectTimeoutAndNothingReachesTheProvider() throws Exception {
-        assertThat(post().statusCode()).as("through the proxy before the window").isEqualTo(201);
+        assertThat(post().status()).as("through the proxy before the window").isEqualTo(201);
 
         assertThat(proxy.down("a test", FaultProxy.Door.TIMED_OUT)).isTrue();
         long start = System.nanoTime();
@@ -65,7 +66,7 @@ class FaultProxyTest {
 
         proxy.up();
 
-        assertThat(post().statusCode()).as("the same port carries requests again").isEqualTo(201);
+        assertThat(post().status()).as("the same port carries requests again").isEqualTo(201);
         assertThat(served.get()).isEqualTo(2);
         assertThat(waited).as("it waited for the connect timeout, and no longer than the request's own").isBetween(
                 CONNECT_TIMEOUT.minusMillis(50), Duration.ofSeconds(2));
@@ -75,11 +76,10 @@ class FaultProxyTest {
         });
     }
 
-    /** A POST as lastseat sends one, from a client of its own (a pooled connection would not connect again). */
-    private HttpResponse<String> post() throws IOException, InterruptedException {
-        try (HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).connectTimeout(CONNECT_TIMEOUT).build()) {
-            return client.send(HttpRequest.newBuilder(URI.create(proxy.url() + "/payments")).timeout(Duration.ofSeconds(3))
-                                       .POST(HttpRequest.BodyPublishers.ofString("{}")).build(), HttpResponse.BodyHandlers.ofString());
-        }
+    /** A POST as lastseat sends one, from a client of its own (a cached connection would not connect again). */
+    private Outside.Answer post() throws IOException, InterruptedException {
+        OutsideHttp http = new OutsideHttp(new OutsideConfig(proxy.url().toString(), CONNECT_TIMEOUT, Duration.ofSeconds(3), Duration.ofMillis(100),
+                                                             65536, Duration.ofMinutes(10)));
+        return http.post("/payments", "{}", Map.of(), Duration.ofSeconds(3));
     }
 }
