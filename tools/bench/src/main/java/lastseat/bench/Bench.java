@@ -112,9 +112,11 @@ public final class Bench {
             scenarios.put("onsale", () -> new OnSale(bench, bench.postgres).run());
             // The on-sale's steady phase alone (a minute), to compare a change's CPU; onsale has it already.
             scenarios.put("steady", () -> new OnSale(bench, false).steadyAlone());
+            // The on-sale's two instances on PostgreSQL alone (about a minute), to compare a change; onsale --postgres has it.
+            scenarios.put("onsale-pg", () -> new OnSale(bench, true).twoInstancesAlone());
             for (var scenario : scenarios.entrySet()) {
                 boolean named = only.contains(scenario.getKey());
-                if (named || only.isEmpty() && !scenario.getKey().equals("steady")) {
+                if (named || only.isEmpty() && !List.of("steady", "onsale-pg").contains(scenario.getKey())) {
                     System.out.println("-- " + scenario.getKey());
                     scenario.getValue().run();
                 }

@@ -82,6 +82,14 @@ final class OnSale {
         System.out.println("   load average at the end: " + loadAverage());
     }
 
+    /** The two instances on PostgreSQL alone (bin/bench onsale-pg), with the stubs as the on-sale sets them. */
+    void twoInstancesAlone() throws Exception {
+        bench.warmStubs(smoke ? 20 : 2000);
+        bench.stub(100, 150, 200);
+        twoInstancesOnPostgres();
+        System.out.println("   load average at the end: " + loadAverage());
+    }
+
     // --- the phases ---
 
     private void coldBurst(ServerProcess server) throws InterruptedException {
@@ -126,6 +134,23 @@ final class OnSale {
         }
     }
 
+    /** The 503s' server time p99 in each 5 s of intended arrivals: whether the tail is the overload's first seconds or all of it. */
+    private static String shedByWindow(Bench.Load load) {
+        long first = load.answers.stream().mapToLong(Bench.Load.Answer::intended).min().orElse(0);
+        Map<Long, Histogram> windows = new TreeMap<>();
+        for (Bench.Load.Answer a : load.answers) {
+            var micros = a.answer().serverMicros();
+            if (a.status() == 503 && micros.isPresent()) {
+                windows.computeIfAbsent((a.intended() - first) / TimeUnit.SECONDS.toNanos(5),
+                                        w -> new Histogram(TimeUnit.MINUTES.toMicros(5), 3)).recordValue(Math.max(0, micros.getAsLong()));
+            }
+        }
+        StringBuilder out = new StringBuilder();
+        windows.forEach((w, h) -> out.append(out.isEmpty() ? "" : ", ").append(w * 5).append("–").append(w * 5 + 5).append(" s ")
+                .append(Bench.ms(h.getValueAtPercentile(99))).append(" (").append(h.getTotalCount()).append(")"));
+        return out.toString();
+    }
+
     private void overload(ServerProcess server) throws Exception {
         double rate = smoke ? 20 : 5 * CEILING;
         Duration length = Duration.ofSeconds(smoke ? 1 : 20);
@@ -163,6 +188,7 @@ final class OnSale {
         if (untimed > 0) {
             System.out.println("   overload: " + untimed + " answers 503 carried no Server-Timing and are left out of its figures");
         }
+        System.out.println("   overload: 503 server time p99 by 5 s of arrivals: " + shedByWindow(load));
         if (shed.getTotalCount() == 0) {
             bench.add(phase + ": 503 server time p99", "— (no 503 with Server-Timing)", "50 ms", "");
             bench.add(phase + ": 503 server time max", "—", "50 ms", "");
@@ -301,6 +327,9 @@ final class OnSale {
                 said.forEach((detail, time) -> System.out.printf(Locale.ROOT, "     %d × %s (server time mean %.0f ms, max %d ms)%n",
                                                                  time.getCount(), detail, time.getAverage(), time.getMax()));
                 System.out.printf(Locale.ROOT, "   two instances: server time mean %.0f ms, max %d ms%n", serverTime.getAverage(), serverTime.getMax());
+                // Why a buyer was not told the truth: each 202 and 5xx (five at most), with its purchase's timeline.
+                explain(a, java.util.stream.Stream.concat(answers.stream().filter(x -> x.status() == 202),
+                                                          answers.stream().filter(x -> x.status() >= 500)).limit(5).toList());
                 int fiveHundreds = (int) answers.stream().filter(x -> x.status() >= 500).count();
                 bench.add(phase + ": answered 201", Integer.toString(count(answers, 201)), "exactly " + seats,
                           Bench.ratio(count(answers, 201) / (double) seats));
@@ -485,6 +514,12 @@ final class OnSale {
             }
             if (threadName.startsWith("HttpClient-")) {
                 return "JDK HTTP client's own threads";
+            }
+            if (threadName.contains("Poller")) {
+                return "virtual threads' socket pollers";
+            }
+            if (threadName.startsWith("ForkJoinPool.co")) {
+                return "JDK common pool";
             }
             if (threadName.startsWith("InnocuousThread")) {
                 return "JDK helper threads (H2's async: file writes)";
