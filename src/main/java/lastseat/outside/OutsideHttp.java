@@ -19,7 +19,6 @@ import java.io.UncheckedIOException;
 import java.net.ConnectException;
 import java.net.URI;
 import java.net.SocketTimeoutException;
-import java.net.UnknownHostException;
 import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpTimeoutException;
 import java.nio.charset.StandardCharsets;
@@ -44,14 +43,21 @@ import java.util.concurrent.ConcurrentHashMap;
  * been idle for the socket's read timeout, and a connection taken from the cache at that moment fails
  * after the request was written — on a payment, an answer lost. So the socket's read timeout is
  * {@code outside.idle-timeout}, far longer than any call (the configuration checks it), and never set
- * per call: the interrupt bounds each call, and a provider closes an idle connection long before. For
- * the same reason a {@link SocketTimeoutException} can only be the connect's: a read is interrupted
- * before its socket could time out.
+ * per call: the interrupt bounds each call. The race is not gone but moved to that idle time, which a
+ * provider's own keep-alive limit (usually a minute or less) comes to first; a provider that keeps
+ * idle connections longer meets it there, and its answer is then "unknown", never "not sent".
  *
  * <p>Failures are told in the words of {@code java.net.http}, which the callers decide on: {@link
- * ConnectException} or {@link HttpConnectTimeoutException} when no connection was made (so no request
- * left), {@link HttpTimeoutException} when the bound passed, any other {@link IOException} when the
- * exchange broke after it may have been sent.
+ * ConnectException} or {@link HttpConnectTimeoutException} only for a failure thrown while the connection
+ * was being opened (resolving, connecting), which Helidon finishes before it writes a byte of the request
+ * — told by where it was thrown, not by its type; {@link HttpTimeoutException} when the bound passed; any
+ * other {@link IOException} when the exchange failed after it may have been sent.
+ *
+ * <p>Known limits of Helidon 4.5.0, left as they are: a DNS lookup is not stopped by an interrupt (the
+ * default base URL is an address); a connection whose failure came before any answer is left to the
+ * garbage collector rather than closed; and an answer delimited by the connection's close (neither
+ * Content-Length nor chunked) that was cut short lets the connection back into the cache, where the next
+ * call fails on it — as "unknown", never as "not sent".
  */
 public final class OutsideHttp implements Outside {
     private final Http1Client client;
@@ -113,6 +119,10 @@ public final class OutsideHttp implements Outside {
             if (e.getCause() instanceof IOException io) {
                 throw io;
             }
+            if (e.getCause() instanceof InterruptedException interrupted) {
+                outcome = "cancelled";
+                throw interrupted;
+            }
             throw e;
         } catch (InterruptedException e) {
             outcome = "cancelled";
@@ -138,26 +148,42 @@ public final class OutsideHttp implements Outside {
         headers.forEach((name, value) -> request.header(HeaderNames.create(name), value));
         try (HttpClientResponse response = body == null ? request.request() : request.submit(body)) {
             return new Answer(response.status().code(), read(response.inputStream()));
-        } catch (UncheckedIOException e) {
-            throw told(e.getCause());
         } catch (RuntimeException e) {
-            // Helidon reports a connection that ended mid-answer, or a watcher that gave up on it, unchecked.
+            // Helidon reports its I/O failures unchecked, and so a host it could not resolve, a connection that
+            // ended mid-answer, or a watcher that gave up on a connection.
             throw told(e);
         }
     }
 
-    private static IOException told(Throwable failure) throws InterruptedException {
+    private static IOException told(RuntimeException failure) throws InterruptedException {
         if (Thread.currentThread().isInterrupted()) {
             throw new InterruptedException("the call was interrupted: " + failure);
         }
-        return switch (failure) {
-            case ConnectException refused -> refused;
-            case UnknownHostException unknown -> new ConnectException("unknown host: " + unknown.getMessage());
-            // The socket's read timeout outlasts every call's bound, so only the connect can time out.
-            case SocketTimeoutException timeout -> new HttpConnectTimeoutException("no connection within the connect timeout");
-            case IOException io -> io;
-            default -> new IOException("the exchange failed: " + failure, failure);
-        };
+        Throwable cause = failure instanceof UncheckedIOException unchecked ? unchecked.getCause() : failure;
+        if (beforeTheRequest(failure)) {
+            return cause instanceof SocketTimeoutException
+                    ? new HttpConnectTimeoutException("no connection within the connect timeout")
+                    : (IOException) new ConnectException("no connection: " + cause.getMessage()).initCause(cause);
+        }
+        // Past the connect the request may have left: never the words that say it did not.
+        return cause instanceof IOException io && !(io instanceof ConnectException) && !(io instanceof HttpTimeoutException)
+                ? io : new IOException("the exchange failed: " + cause, cause);
+    }
+
+    /**
+     * Whether the failure came from opening the connection (resolving, connecting, a TLS handshake),
+     * which Helidon finishes before it writes a byte of the request: told by where it was thrown, not by
+     * its type, since a {@link SocketTimeoutException} or a Helidon runtime exception can come from either.
+     */
+    private static boolean beforeTheRequest(Throwable failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            for (StackTraceElement frame : t.getStackTrace()) {
+                if (frame.getClassName().equals("io.helidon.webclient.api.TcpClientConnection") && frame.getMethodName().equals("connect")) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** The body, or a failure when it is longer than the configured cap: an answer never fills memory. */

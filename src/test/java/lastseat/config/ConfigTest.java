@@ -49,6 +49,7 @@ class ConfigTest {
             "outside.base-url, ftp://x",
             "outside.base-url, not a url",
             "outside.connect-timeout, 1m",
+            "outside.connect-timeout, 5s",
             "outside.call-timeout, 5ms",
             "outside.deadline-backstop, 1h",
             "outside.max-response-bytes, 100",
