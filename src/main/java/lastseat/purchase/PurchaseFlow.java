@@ -136,17 +136,22 @@ public final class PurchaseFlow {
      * purchase ended instead (cancelled or expired during the checks, or a write that failed).
      */
     private Optional<PurchaseOutcome> startPayment(Hold hold, Quote quote, Timeline timeline) {
+        // A step of its own: on a busy pool this write can wait longer than the checks took.
+        int step = timeline.start("paying");
         Purchases.Moved started;
         try {
             started = purchases.startPayment(hold, quote);
         } catch (RuntimeException e) {
+            timeline.end(step, "failed");
             // Whether PAYING was written is not known: end it as a payment that never left, which it is.
             LOG.log(Level.WARNING, "purchase " + hold.purchaseId() + " could not start its payment", e);
             return Optional.of(unsent(hold, quote, "could not start the payment", timeline,
                     new Refusal.PaymentNotAttempted(Charge.NotSent.Why.UNREACHABLE, "the payment could not be started")));
         }
         // Cancelled or expired while the checks ran: no payment starts, the seats are back already.
-        return started instanceof Purchases.Moved.Refused ? Optional.of(refused(purchases.notPayable(hold))) : Optional.empty();
+        boolean refused = started instanceof Purchases.Moved.Refused;
+        timeline.end(step, refused ? "not payable" : "ok");
+        return refused ? Optional.of(refused(purchases.notPayable(hold))) : Optional.empty();
     }
 
     private static PaymentOrder paymentOrder(Hold hold, Quote quote) {

@@ -72,7 +72,7 @@ class PurchaseTest {
 
         assertThat(purchase.path("state").asText()).isEqualTo("CONFIRMED");
         assertThat(purchase.path("timeline").findValuesAsText("step"))
-                .containsExactlyInAnyOrder("reserve", "fraud", "tax", "bulkhead", "payment", "confirm");
+                .containsExactlyInAnyOrder("reserve", "fraud", "tax", "paying", "bulkhead", "payment", "confirm");
         purchase.path("timeline").forEach(step -> {
             assertThat(step.path("startedAt").asText()).isNotEmpty();
             assertThat(step.path("endedAt").asText()).isNotEmpty();
