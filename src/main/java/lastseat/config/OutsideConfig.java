@@ -25,7 +25,7 @@ public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration ca
     public OutsideConfig {
         baseUrl = Check.httpUrl("outside.base-url", baseUrl);
         Check.between("outside.connect-timeout", connectTimeout, Duration.ofMillis(10), Duration.ofSeconds(30));
-        Check.between("outside.call-timeout", callTimeout, Duration.ofMillis(10), Duration.ofSeconds(60));
+        Check.between("outside.call-timeout", callTimeout, Duration.ofMillis(20), Duration.ofSeconds(60));
         // A connect that outlasts the call is cut by the call's bound and can no longer be told "not sent".
         Check.between("outside.connect-timeout", connectTimeout, Duration.ofMillis(10), callTimeout.minusMillis(1));
         Check.between("outside.deadline-backstop", deadlineBackstop, Duration.ZERO, Duration.ofSeconds(10));

@@ -6,6 +6,7 @@ import io.helidon.metrics.api.Metrics;
 import io.helidon.metrics.api.Tag;
 import io.helidon.metrics.api.Timer;
 import io.helidon.webclient.api.HttpClientResponse;
+import io.helidon.webclient.api.Proxy;
 import io.helidon.webclient.http1.Http1Client;
 import io.helidon.webclient.http1.Http1ClientRequest;
 import lastseat.config.OutsideConfig;
@@ -54,7 +55,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * other {@link IOException} when the exchange failed after it may have been sent.
  *
  * <p>Known limits of Helidon 4.5.0, left as they are: a DNS lookup is not stopped by an interrupt (the
- * default base URL is an address); a connection whose failure came before any answer is left to the
+ * default base URL is an address, and with no proxy none is made for it); a connection whose failure came before any answer is left to the
  * garbage collector rather than closed; and an answer delimited by the connection's close (neither
  * Content-Length nor chunked) that was cut short lets the connection back into the cache, where the next
  * call fails on it — as "unknown", never as "not sent".
@@ -72,6 +73,9 @@ public final class OutsideHttp implements Outside {
                 .readTimeout(config.idleTimeout())
                 .followRedirects(false)
                 .sendExpectContinue(false)
+                // The system's proxy (Helidon's default) asks the resolver for the address's name on every new
+                // connection, a lookup no interrupt stops; the outside services are reached directly.
+                .proxy(Proxy.noProxy())
                 // Our own cache, so that only connections made with the read timeout above are reused.
                 .shareConnectionCache(false)
                 .build();

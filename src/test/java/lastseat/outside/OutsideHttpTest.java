@@ -112,12 +112,15 @@ class OutsideHttpTest {
                 }
                 provider.mode = fault;
                 int before = provider.requests.get();
+                int connections = provider.connections.get();
 
                 assertThatThrownBy(() -> http.post("/payments", "{}", Map.of("Idempotency-Key", "k"), Duration.ofSeconds(2)))
                         .as(fault + (cached ? " on a cached connection" : " on a new connection"))
                         .isInstanceOf(IOException.class)
                         .isNotInstanceOfAny(ConnectException.class, HttpTimeoutException.class);
                 assertThat(provider.requests.get()).as("the request reached the provider").isEqualTo(before + 1);
+                assertThat(provider.connections.get()).as(cached ? "sent on the cached connection" : "sent on a new connection")
+                        .isEqualTo(cached ? connections : connections + 1);
             }
         }
     }

@@ -26,9 +26,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * Fast tier: what a payment makes of a connect that timed out. {@code OutsideHttp} throws
- * {@link HttpConnectTimeoutException} only for a socket that timed out, and a socket can only time out
- * in its connect (a call's bound interrupts it long before its read timeout), so no byte of the request
- * left, as a refused connection: alone it is "not sent", and after an
+ * {@link HttpConnectTimeoutException} only for a timeout thrown while the connection was being opened,
+ * which Helidon finishes before it writes any of the request, so no byte of the request left, as a
+ * refused connection: alone it is "not sent", and after an
  * attempt that may have reached the provider it must not clear "unknown". FaultProxyTest shows the
  * same over a real socket: nothing reaches the provider while connects time out.
  */
