@@ -15,7 +15,7 @@ import java.time.Duration;
  * @param deadlineBackstop {@code outside.deadline-backstop}
  * @param maxResponseBytes {@code outside.max-response-bytes}: the largest answer body read from an outside service
  * @param idleTimeout      {@code outside.idle-timeout}: how long a connection to the outside services may stay
- *                         idle before lastseat closes it; it is also the socket's read timeout, so it must outlast
+ *                         idle before lastseat gives it up; it is also the socket's read timeout, so it must outlast
  *                         every call's bound ({@code call-timeout} plus {@code deadline-backstop}) by a second or
  *                         more, and the bound, not the socket, ends a slow call
  */

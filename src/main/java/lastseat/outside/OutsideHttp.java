@@ -55,10 +55,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * other {@link IOException} when the exchange failed after it may have been sent.
  *
  * <p>Known limits of Helidon 4.5.0, left as they are: a DNS lookup is not stopped by an interrupt (the
- * default base URL is an address, and with no proxy none is made for it); a connection whose failure came before any answer is left to the
- * garbage collector rather than closed; and an answer delimited by the connection's close (neither
- * Content-Length nor chunked) that was cut short lets the connection back into the cache, where the next
- * call fails on it — as "unknown", never as "not sent".
+ * default base URL is an address, and with no proxy none is made for it); a connection whose failure
+ * came before any answer is left to the garbage collector rather than closed; and an answer delimited
+ * by the connection's close (neither Content-Length nor chunked) that was cut short lets the connection
+ * back into the cache, where the next call fails on it — as "unknown", never as "not sent".
  */
 public final class OutsideHttp implements Outside {
     private final Http1Client client;
