@@ -439,7 +439,8 @@ class FuzzTest {
             case 2 -> {
                 // Past a purchase's 16 KiB limit (413). Not past an event's 1 MiB: the server answers 413 before it
                 // has read the body and closes, and a client still sending that much reads a broken connection.
-                int size = 20_000;
+                // A body the text mutations already made longer stays whole: it is past the limit as it is.
+                int size = Math.max(20_000, bytes.length);
                 byte[] padded = new byte[size];
                 java.util.Arrays.fill(padded, (byte) ' ');
                 System.arraycopy(bytes, 0, padded, 0, bytes.length);
