@@ -24,10 +24,12 @@ public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration ca
 
     public OutsideConfig {
         baseUrl = Check.httpUrl("outside.base-url", baseUrl);
-        Check.between("outside.connect-timeout", connectTimeout, Duration.ofMillis(10), Duration.ofSeconds(30));
         Check.between("outside.call-timeout", callTimeout, Duration.ofMillis(20), Duration.ofSeconds(60));
-        // A connect that outlasts the call is cut by the call's bound and can no longer be told "not sent".
-        Check.between("outside.connect-timeout", connectTimeout, Duration.ofMillis(10), callTimeout.minusMillis(1));
+        // Below the call's cap: a connect that outlasts the call is cut by the call's bound and can no longer
+        // be told "not sent".
+        Duration longestConnect = callTimeout.minusMillis(1).compareTo(Duration.ofSeconds(30)) < 0
+                ? callTimeout.minusMillis(1) : Duration.ofSeconds(30);
+        Check.between("outside.connect-timeout", connectTimeout, Duration.ofMillis(10), longestConnect);
         Check.between("outside.deadline-backstop", deadlineBackstop, Duration.ZERO, Duration.ofSeconds(10));
         Check.between("outside.max-response-bytes", maxResponseBytes, 256, 10 * 1024 * 1024);
         Check.between("outside.idle-timeout", idleTimeout, callTimeout.plus(deadlineBackstop).plusSeconds(1), Duration.ofHours(24));

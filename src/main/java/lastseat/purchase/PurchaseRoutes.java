@@ -303,11 +303,21 @@ public final class PurchaseRoutes implements HttpService {
      * more than a refused buyer would wait for a place for (see {@link #notAdmitted}).
      */
     private int enough(Order order) {
-        return order.quantity() + running() * config.maxSeats() + Math.max(running(), admission.limit()) + 1;
+        return order.quantity() + unreserved() + spare() + 1;
     }
 
     private int running() {
         return admission.capacity() - admission.available();
+    }
+
+    /** The most seats the purchases running now may still take. */
+    private int unreserved() {
+        return running() * config.maxSeats();
+    }
+
+    /** The places a refused buyer could wait for: those running, or this process's limit if more. */
+    private int spare() {
+        return Math.max(running(), admission.limit());
     }
 
     /** How recently a read of an event's free seats may stand in for a new one, when it showed plenty. */
@@ -341,7 +351,7 @@ public final class PurchaseRoutes implements HttpService {
             return new Purchases.Seen(Optional.empty(), (int) fewest.getAsLong());
         }
         long admitted = admission.mark();
-        int unreserved = running() * config.maxSeats();
+        int unreserved = unreserved();
         Purchases.Seen seen = purchases.seen(order, enough(order), deadline);
         if (!order.namesSeats()) {
             // Kept with a mark up to which every purchase's seats are in the count: the caller's own when
@@ -393,7 +403,7 @@ public final class PurchaseRoutes implements HttpService {
         if (order.namesSeats()) {
             return false;
         }
-        int spare = Math.max(running(), admission.limit());
+        int spare = spare();
         OptionalLong fewest = fewestFree(order);
         if (fewest.isPresent()) {
             return fewest.getAsLong() - order.quantity() >= spare;
@@ -411,7 +421,7 @@ public final class PurchaseRoutes implements HttpService {
         }
         // The mark first: a purchase admitted between the two readings is then counted twice, never missed.
         long admitted = admission.mark();
-        int unreserved = running() * config.maxSeats();
+        int unreserved = unreserved();
         // This read may miss the seats the purchases running are about to take: as many as each may take
         // is counted as gone, so the figure kept is one that waiting for them could only have raised. It
         // counts that many further than plenty, so that what is kept stays plenty for a while of admissions.
