@@ -61,6 +61,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * back into the cache, where the next call fails on it — as "unknown", never as "not sent".
  */
 public final class OutsideHttp implements Outside {
+    private static final int WRITE_BUFFER_BYTES = 1024;
+
     private final Http1Client client;
     private final OutsideConfig config;
     /** The call timers, looked up once per (service, outcome): the registry's lookup builds an id every time. */
@@ -78,6 +80,9 @@ public final class OutsideHttp implements Outside {
                 .proxy(Proxy.noProxy())
                 // Our own cache, so that only connections made with the read timeout above are reused.
                 .shareConnectionCache(false)
+                // Each connection keeps its write buffer while it is open or cached, one per call in flight (4 KB
+                // by default); a request here is a few hundred bytes, and a longer one is written in pieces.
+                .writeBufferSize(WRITE_BUFFER_BYTES)
                 .build();
     }
 
