@@ -63,6 +63,8 @@ public final class Bench {
     final LastseatClient lastseat = new LastseatClient(Instance.local(1, 1), LastseatClient.CONNECT_TIMEOUT,
                                                                Duration.ofSeconds(60));
     private final List<Row> rows = new ArrayList<>();
+    /** The servers' data directories: an on-sale's H2 file alone is about 430 MB, so they go when the run has ended well. */
+    private final List<Path> dataDirs = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     /** One line of the table: a figure, the limit it is compared with, and their ratio. */
     record Row(String figure, String value, String limit, String ratio) {
@@ -102,6 +104,7 @@ public final class Bench {
     public static String run(boolean smoke, boolean postgres, List<String> only) throws Exception {
         Bench bench = new Bench(smoke, postgres);
         bench.stubs.start();
+        boolean ran = false;
         try {
             Map<String, Scenario> scenarios = new LinkedHashMap<>();
             scenarios.put("latency", bench::latency);
@@ -121,9 +124,11 @@ public final class Bench {
                     scenario.getValue().run();
                 }
             }
+            ran = true;
         } finally {
             bench.lastseat.close();
             bench.stubs.stop();
+            bench.removeDataDirs(ran);
         }
         return bench.table();
     }
@@ -202,7 +207,7 @@ public final class Bench {
         int buyers = smoke ? 100 : 10_000;
         int seats = buyers / 10;
         int atOnce = 64;
-        Path dir = Files.createTempDirectory("lastseat-bench-hot");
+        Path dir = dataDir("hot");
         Load load;
         try (ServerProcess server = ServerProcess.start(dir, stubsUri(), Map.of("payment.permits", "1000"))) {
             String event = newEvent(server, seats);
@@ -480,7 +485,31 @@ public final class Bench {
     }
 
     ServerProcess server(String label, Map<String, String> settings) throws IOException {
-        return ServerProcess.start(Files.createTempDirectory("lastseat-bench-" + label.replaceAll("[^A-Za-z0-9-]", "-")), stubsUri(), settings);
+        return ServerProcess.start(dataDir(label), stubsUri(), settings);
+    }
+
+    /** A new directory for a server's files, removed at the end of the run (kept with {@code BENCH_KEEP_DATA=1}). */
+    Path dataDir(String label) throws IOException {
+        Path dir = Files.createTempDirectory("lastseat-bench-" + label.replaceAll("[^A-Za-z0-9-]", "-"));
+        dataDirs.add(dir);
+        return dir;
+    }
+
+    /** Called once every server of the run has stopped; a run that failed keeps them, with the servers' logs. */
+    private void removeDataDirs(boolean ran) {
+        if (!ran || System.getenv("BENCH_KEEP_DATA") != null) {
+            dataDirs.forEach(dir -> System.out.println("kept, with its server's log: " + dir));
+            return;
+        }
+        for (Path dir : dataDirs) {
+            try (var paths = Files.walk(dir)) {
+                for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(path);
+                }
+            } catch (IOException e) {
+                System.out.println("could not remove " + dir + ": " + e);
+            }
+        }
     }
 
     /** The stubs' admin API over HTTP, as a drill reads it; the port exists once the stubs have started. */

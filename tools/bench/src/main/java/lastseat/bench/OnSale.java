@@ -298,7 +298,7 @@ final class OnSale {
         }
         try {
             Map<String, String> settings = Map.of("db.url", pg, "db.user", "postgres", "db.password", "");
-            Path dir = Files.createTempDirectory("lastseat-bench-onsale-pg");
+            Path dir = bench.dataDir("onsale-pg");
             try (ServerProcess a = ServerProcess.start(dir.resolve("a"), bench.stubsUri(), settings);
                  ServerProcess b = ServerProcess.start(dir.resolve("b"), bench.stubsUri(), settings)) {
                 String event = bench.newEvent(a, seats);
