@@ -18,9 +18,14 @@ import java.time.Duration;
  *                         idle before lastseat gives it up; it is also the socket's read timeout, so it must outlast
  *                         every call's bound ({@code call-timeout} plus {@code deadline-backstop}) by a second or
  *                         more, and the bound, not the socket, ends a slow call
+ * @param maxIdleConnections {@code outside.max-idle-connections}: how many idle connections to the outside services
+ *                         are kept for reuse; one more is closed when its call ends. Each kept connection is watched
+ *                         by Helidon, which wakes every 101 ms to see whether the other side closed it, for up
+ *                         to {@code idle-timeout}: Helidon's own default of 256 left hundreds of them waking after
+ *                         a burst
  */
 public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration callTimeout, Duration deadlineBackstop,
-                            int maxResponseBytes, Duration idleTimeout) {
+                            int maxResponseBytes, Duration idleTimeout, int maxIdleConnections) {
 
     public OutsideConfig {
         baseUrl = Check.httpUrl("outside.base-url", baseUrl);
@@ -33,6 +38,7 @@ public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration ca
         Check.between("outside.deadline-backstop", deadlineBackstop, Duration.ZERO, Duration.ofSeconds(10));
         Check.between("outside.max-response-bytes", maxResponseBytes, 256, 10 * 1024 * 1024);
         Check.between("outside.idle-timeout", idleTimeout, callTimeout.plus(deadlineBackstop).plusSeconds(1), Duration.ofHours(24));
+        Check.between("outside.max-idle-connections", maxIdleConnections, 1, 1024);
     }
 
     static OutsideConfig read(Reader keys) {
@@ -42,6 +48,7 @@ public record OutsideConfig(String baseUrl, Duration connectTimeout, Duration ca
                 keys.duration("outside.call-timeout"),
                 keys.duration("outside.deadline-backstop"),
                 keys.integer("outside.max-response-bytes"),
-                keys.duration("outside.idle-timeout"));
+                keys.duration("outside.idle-timeout"),
+                keys.integer("outside.max-idle-connections"));
     }
 }

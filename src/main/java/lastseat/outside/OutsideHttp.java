@@ -80,6 +80,7 @@ public final class OutsideHttp implements Outside {
                 .proxy(Proxy.noProxy())
                 // Our own cache, so that only connections made with the read timeout above are reused.
                 .shareConnectionCache(false)
+                .connectionCacheSize(config.maxIdleConnections())
                 // Each connection keeps its write buffer while it is open or cached, one per call in flight (4 KB
                 // by default); a request here is a few hundred bytes, and a longer one is written in pieces.
                 .writeBufferSize(WRITE_BUFFER_BYTES)

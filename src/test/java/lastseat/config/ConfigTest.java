@@ -55,6 +55,8 @@ class ConfigTest {
             "outside.max-response-bytes, 100",
             "outside.idle-timeout, 5s",
             "outside.idle-timeout, 2d",
+            "outside.max-idle-connections, 0",
+            "outside.max-idle-connections, 5000",
             "checks.fraud-path, fraud",
             "checks.tax-path, /tax quotes",
             "payment.path, payments",

@@ -210,7 +210,7 @@ class OutboxRoutesTest {
         // Nothing is delivered here: the receiver's address is never called.
         return new OutboxWorker(db, new OutsideHttp(new OutsideConfig("http://127.0.0.1:9", Duration.ofMillis(500),
                                                                        Duration.ofSeconds(1), Duration.ofMillis(100), 65536,
-                                                                       Duration.ofMinutes(10))),
+                                                                       Duration.ofMinutes(10), 32)),
                                 new OutboxConfig(Duration.ofSeconds(1), 50, "/emails", "/refunds", Duration.ofSeconds(1),
                                                  Duration.ofSeconds(1), Duration.ofMinutes(1), 20, Duration.ofDays(1)),
                                 Clock.systemUTC());

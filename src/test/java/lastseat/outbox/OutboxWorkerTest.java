@@ -459,7 +459,7 @@ class OutboxWorkerTest {
     private static OutsideHttp http(TestApp target) {
         return new OutsideHttp(new OutsideConfig("http://127.0.0.1:" + target.stubs.port(), Duration.ofSeconds(1),
                                                  Duration.ofSeconds(5), Duration.ofMillis(100), 65536,
-                                                 Duration.ofMinutes(10)));
+                                                 Duration.ofMinutes(10), 32));
     }
 
     private static Database db() {

@@ -179,13 +179,69 @@ class OutsideHttpTest {
         assertThat(provider.connections.get()).as("one connection, reused after every pause").isEqualTo(1);
     }
 
+    @Test
+    void connectionsPastTheIdleLimitAreClosedWhenTheirCallsEndAndOnlyTheKeptOnesAreReused() throws Exception {
+        // Unsafe arm: Helidon's own default (256) keeps all ten open after a round, each watched while idle.
+        try (Provider generous = new Provider()) {
+            OutsideHttp http = new OutsideHttp(config("http://127.0.0.1:" + generous.port(), 256));
+            callTogether(http, generous, 10);
+            callTogether(http, generous, 10);
+            assertThat(generous.connections.get()).as("the second round reused the first round's ten").isEqualTo(10);
+            assertThat(generous.handlers.get()).as("all ten still open").isEqualTo(10);
+        }
+
+        OutsideHttp http = new OutsideHttp(config("http://127.0.0.1:" + provider.port(), 3));
+        callTogether(http, provider, 10);
+        assertThat(openAtMost(3)).as("seven closed by the client once their calls ended").isTrue();
+        callTogether(http, provider, 10);
+        assertThat(provider.connections.get()).as("three kept and reused, seven made anew").isEqualTo(17);
+        assertThat(openAtMost(3)).isTrue();
+        assertThat(provider.requests.get()).isEqualTo(20);
+    }
+
+    /** {@code n} calls released together, each answered only once all have arrived. */
+    private static void callTogether(OutsideHttp http, Provider to, int n) throws Exception {
+        to.gate = new CountDownLatch(n);
+        CountDownLatch start = new CountDownLatch(1);
+        List<Thread> callers = new ArrayList<>();
+        List<Integer> statuses = new java.util.concurrent.CopyOnWriteArrayList<>();
+        for (int i = 0; i < n; i++) {
+            callers.add(Thread.ofVirtual().start(() -> {
+                try {
+                    start.await();
+                    statuses.add(http.post("/fraud/checks", "{}", Map.of(), Duration.ofSeconds(5)).status());
+                } catch (IOException | InterruptedException e) {
+                    statuses.add(-1);
+                }
+            }));
+        }
+        start.countDown();
+        for (Thread caller : callers) {
+            assertThat(caller.join(Duration.ofSeconds(10))).isTrue();
+        }
+        assertThat(statuses).hasSize(n).containsOnly(200);
+    }
+
+    /** Whether the provider's open connections fall to {@code most} within the slack: a client's close reaches it a moment later. */
+    private boolean openAtMost(int most) throws InterruptedException {
+        long until = System.nanoTime() + SLACK.toNanos();
+        while (provider.handlers.get() > most && System.nanoTime() < until) {
+            Thread.sleep(10);
+        }
+        return provider.handlers.get() <= most;
+    }
+
     private OutsideHttp http() {
         return new OutsideHttp(config("http://127.0.0.1:" + provider.port()));
     }
 
     private static OutsideConfig config(String baseUrl) {
+        return config(baseUrl, 32);
+    }
+
+    private static OutsideConfig config(String baseUrl, int maxIdleConnections) {
         return new OutsideConfig(baseUrl, Duration.ofSeconds(1), Duration.ofSeconds(5), Duration.ofMillis(100), 256,
-                                 Duration.ofMinutes(10));
+                                 Duration.ofMinutes(10), maxIdleConnections);
     }
 
     enum Mode { ANSWER, SILENT, LARGE, RESET, GARBAGE, CLOSE }
@@ -199,6 +255,7 @@ class OutsideHttpTest {
         final CountDownLatch closedByClient = new CountDownLatch(1);
         volatile Mode mode = Mode.ANSWER;
         volatile Duration answerAfter = Duration.ZERO;
+        volatile CountDownLatch gate;
         private final ServerSocket server;
         private final List<Socket> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
         private final Thread acceptor;
@@ -263,6 +320,12 @@ class OutsideHttpTest {
                         case LARGE -> answer(out, "{\"pad\":\"" + "x".repeat(1000) + "\"}");
                         case ANSWER -> {
                             Thread.sleep(answerAfter);
+                            CountDownLatch together = gate;
+                            if (together != null) {
+                                // No answer until every call of the round has arrived: each holds a connection of its own.
+                                together.countDown();
+                                together.await(10, TimeUnit.SECONDS);
+                            }
                             answer(out, "{\"request\":" + request + "}");
                         }
                     }

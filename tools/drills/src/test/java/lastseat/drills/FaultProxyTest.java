@@ -79,7 +79,7 @@ class FaultProxyTest {
     /** A POST as lastseat sends one, from a client of its own (a cached connection would not connect again). */
     private Outside.Answer post() throws IOException, InterruptedException {
         OutsideHttp http = new OutsideHttp(new OutsideConfig(proxy.url().toString(), CONNECT_TIMEOUT, Duration.ofSeconds(3), Duration.ofMillis(100),
-                                                             65536, Duration.ofMinutes(10)));
+                                                             65536, Duration.ofMinutes(10), 32));
         return http.post("/payments", "{}", Map.of(), Duration.ofSeconds(3));
     }
 }
