@@ -334,11 +334,20 @@ public final class Bench {
             load.join(Duration.ofSeconds(40));
             System.out.println("   answers: " + statuses.stream().collect(java.util.stream.Collectors.groupingBy(x -> x, java.util.TreeMap::new,
                                                                                                          java.util.stream.Collectors.counting())));
+            // What the server spends doing nothing once they are answered and their emails sent: the
+            // connections it keeps to the outside services are watched while idle (outside.max-idle-connections).
+            OnSale.Settled settled = new OnSale(this, false).settle(server);
+            double before = OnSale.ProcessCpu.millis(server.pid());
+            Duration idle = Duration.ofSeconds(smoke ? 1 : 10);
+            Thread.sleep(idle);
+            double idleCpu = (OnSale.ProcessCpu.millis(server.pid()) - before) / idle.toMillis() * 1000;
             add("heap held per 1,000 in-flight purchases (after a full GC)", mb((heapHeld - heapIdle) * 1000 / inFlight),
                 "idle " + mb(heapIdle), "");
             add("heap in use per 1,000 in-flight purchases (garbage included)", mb((heapBusy - heapIdle) * 1000 / inFlight),
                 "idle " + mb(heapIdle), "");
             add("RSS per 1,000 in-flight purchases", mb((rssBusy - rssIdle) * 1000 / inFlight), "idle " + mb(rssIdle), "");
+            add("CPU of the idle server after them, for " + idle.toSeconds() + " s once their emails were sent",
+                String.format(Locale.ROOT, "%.0f ms per s", idleCpu) + (settled.done() ? "" : " (not settled)"), "", "");
         }
     }
 

@@ -375,7 +375,7 @@ final class OnSale {
     }
 
     /** Polls the server's own routes until no purchase is PAYMENT_UNKNOWN and no outbox row pending; bounded. */
-    private Settled settle(ServerProcess server) throws InterruptedException {
+    Settled settle(ServerProcess server) throws InterruptedException {
         LastseatClient client = client(server);
         long start = System.nanoTime();
         long until = start + Duration.ofSeconds(smoke ? 30 : 180).toNanos();
