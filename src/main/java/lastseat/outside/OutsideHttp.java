@@ -82,7 +82,7 @@ public final class OutsideHttp implements Outside {
                 .shareConnectionCache(false)
                 .connectionCacheSize(config.maxIdleConnections())
                 // Each connection keeps its write buffer while it is open or cached, one per call in flight (4 KB
-                // by default); a request here is a few hundred bytes, and a longer one is written in pieces.
+                // by default); a request here is a few hundred bytes, and a longer one bypasses the buffer in one write.
                 .writeBufferSize(WRITE_BUFFER_BYTES)
                 .build();
     }

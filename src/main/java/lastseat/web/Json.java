@@ -6,9 +6,9 @@ import com.fasterxml.jackson.core.JsonParser;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.exc.InputCoercionException;
-import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.exc.StreamReadException;
+import com.fasterxml.jackson.core.util.JsonRecyclerPools;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -53,9 +53,10 @@ public final class Json {
      * Jackson's default keeps a set of its buffers (about 11 KB) in a thread-local of every thread that
      * parsed or wrote JSON, for as long as that thread lives. Every connection and every purchase here is
      * a virtual thread of its own, so that was 11 KB held per keep-alive connection and per purchase in
-     * flight. A shared pool holds as many sets as run at once (JSON work is short and never waits on I/O:
-     * it reads and writes byte arrays), at most {@value #KEPT_BUFFER_SETS}; a parse that finds none makes
-     * one and drops it afterwards.
+     * flight. A shared pool lends a set to each parse or write and takes it back at its end (JSON work is
+     * short and never waits on I/O: it reads and writes byte arrays); a parse that finds none makes one,
+     * and the pool keeps at most {@value #KEPT_BUFFER_SETS}. A set keeps the largest buffers it has lent,
+     * so one that wrote a large answer (a seat map of thousands) holds more than 11 KB.
      */
     private static final int KEPT_BUFFER_SETS = 64;
 

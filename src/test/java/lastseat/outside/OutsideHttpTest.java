@@ -35,7 +35,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * and requests arrived. What it guards: a call ends at its bound and stops its exchange; an interrupt
  * stops it at once; failures are told in the words the payment decides on; and a connection left idle
  * after calls with short bounds is reused without losing an answer, which Helidon's idle watcher made
- * fail when the socket's read timeout was set per call (the unsafe arm shows it).
+ * fail when the socket's read timeout was set per call (the unsafe arm shows it); no more idle connections
+ * are kept than {@code outside.max-idle-connections}; a request longer than the write buffer arrives whole.
  */
 class OutsideHttpTest {
     /** Room for a busy two-core machine; the calls it bounds would otherwise wait seconds or for ever. */
@@ -199,6 +200,17 @@ class OutsideHttpTest {
         assertThat(provider.requests.get()).isEqualTo(20);
     }
 
+    @Test
+    void aRequestLongerThanTheWriteBufferArrivesWhole() throws Exception {
+        String body = "{\"pad\":\"" + "x".repeat(5000) + "\"}";
+
+        Outside.Answer answer = http().post("/emails", body, Map.of("Idempotency-Key", "long"), Duration.ofSeconds(5));
+
+        assertThat(answer.status()).isEqualTo(200);
+        assertThat(provider.lastBody.get()).isEqualTo(body);
+        assertThat(provider.connections.get()).isEqualTo(1);
+    }
+
     /** {@code n} calls released together, each answered only once all have arrived. */
     private static void callTogether(OutsideHttp http, Provider to, int n) throws Exception {
         to.gate = new CountDownLatch(n);
@@ -210,7 +222,7 @@ class OutsideHttpTest {
                 try {
                     start.await();
                     statuses.add(http.post("/fraud/checks", "{}", Map.of(), Duration.ofSeconds(5)).status());
-                } catch (IOException | InterruptedException e) {
+                } catch (IOException | InterruptedException | RuntimeException e) {
                     statuses.add(-1);
                 }
             }));
@@ -256,6 +268,7 @@ class OutsideHttpTest {
         volatile Mode mode = Mode.ANSWER;
         volatile Duration answerAfter = Duration.ZERO;
         volatile CountDownLatch gate;
+        final AtomicReference<String> lastBody = new AtomicReference<>();
         private final ServerSocket server;
         private final List<Socket> accepted = new java.util.concurrent.CopyOnWriteArrayList<>();
         private final Thread acceptor;
@@ -293,7 +306,7 @@ class OutsideHttpTest {
                         closedByClient.countDown();
                         return;
                     }
-                    in.readNBytes(length);
+                    lastBody.set(new String(in.readNBytes(length), StandardCharsets.UTF_8));
                     int request = requests.incrementAndGet();
                     arrived.countDown();
                     switch (mode) {
