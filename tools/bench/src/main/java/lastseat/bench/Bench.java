@@ -24,19 +24,23 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.OptionalDouble;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
+import java.util.stream.Collectors;
 
 import static com.github.tomakehurst.wiremock.client.WireMock.aResponse;
 import static com.github.tomakehurst.wiremock.client.WireMock.post;
@@ -64,7 +68,7 @@ public final class Bench {
                                                                Duration.ofSeconds(60));
     private final List<Row> rows = new ArrayList<>();
     /** The servers' data directories: an on-sale's H2 file alone is about 430 MB, so they go when the run has ended well. */
-    private final List<Path> dataDirs = new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<Path> dataDirs = new CopyOnWriteArrayList<>();
 
     /** One line of the table: a figure, the limit it is compared with, and their ratio. */
     record Row(String figure, String value, String limit, String ratio) {
@@ -315,14 +319,17 @@ public final class Bench {
             long heapIdle = heapUsed(server, true);
             long rssIdle = rss(server);
             admin.clearLedger();
-            List<String> statuses = new java.util.concurrent.CopyOnWriteArrayList<>();
-            Thread load = Thread.ofVirtual().start(() -> statuses.addAll(closed(inFlight, inFlight, i -> { var a = purchase(server, event); return a.status() == 201 ? "201" : a.status() + " " + a.type(); })));
+            List<String> kinds = new CopyOnWriteArrayList<>();
+            Thread load = Thread.ofVirtual().start(() -> kinds.addAll(closed(inFlight, inFlight, i -> kind(purchase(server, event)))));
             long until = System.nanoTime() + Duration.ofSeconds(15).toNanos();
             int waiting = 0;
             while (System.nanoTime() < until && (waiting = admin.ledger().path("paymentsInFlight").asInt()) < inFlight) {
                 Thread.sleep(100);
             }
             System.out.println("   payments waiting at the provider when read: " + waiting + " of " + inFlight);
+            // Per purchase that was waiting: a run that could not bring them all in says so on its rows.
+            int held = Math.max(1, waiting);
+            String shortOf = waiting < inFlight ? " (only " + waiting + " of " + inFlight + " waiting)" : "";
             // Heap in use counts the garbage of the last GC cycle too; after a full GC, with every
             // purchase still waiting on its payment, what is left is what the purchases hold.
             long heapBusy = heapUsed(server, false);
@@ -332,8 +339,7 @@ public final class Bench {
             }
             long rssBusy = rss(server);
             load.join(Duration.ofSeconds(40));
-            System.out.println("   answers: " + statuses.stream().collect(java.util.stream.Collectors.groupingBy(x -> x, java.util.TreeMap::new,
-                                                                                                         java.util.stream.Collectors.counting())));
+            System.out.println("   answers: " + kinds.stream().collect(Collectors.groupingBy(kind -> kind, TreeMap::new, Collectors.counting())));
             // What the server spends doing nothing once they are answered and their emails sent: the
             // connections it keeps to the outside services are watched while idle (outside.max-idle-connections).
             OnSale.Settled settled = new OnSale(this, false).settle(server);
@@ -341,14 +347,19 @@ public final class Bench {
             Duration idle = Duration.ofSeconds(smoke ? 1 : 10);
             Thread.sleep(idle);
             double idleCpu = (OnSale.ProcessCpu.millis(server.pid()) - before) / idle.toMillis() * 1000;
-            add("heap held per 1,000 in-flight purchases (after a full GC)", mb((heapHeld - heapIdle) * 1000 / inFlight),
+            add("heap held per 1,000 in-flight purchases (after a full GC)", mb((heapHeld - heapIdle) * 1000 / held) + shortOf,
                 "idle " + mb(heapIdle), "");
-            add("heap in use per 1,000 in-flight purchases (garbage included)", mb((heapBusy - heapIdle) * 1000 / inFlight),
+            add("heap in use per 1,000 in-flight purchases (garbage included)", mb((heapBusy - heapIdle) * 1000 / held) + shortOf,
                 "idle " + mb(heapIdle), "");
-            add("RSS per 1,000 in-flight purchases", mb((rssBusy - rssIdle) * 1000 / inFlight), "idle " + mb(rssIdle), "");
+            add("RSS per 1,000 in-flight purchases", mb((rssBusy - rssIdle) * 1000 / held) + shortOf, "idle " + mb(rssIdle), "");
             add("CPU of the idle server after them, for " + idle.toSeconds() + " s once their emails were sent",
                 String.format(Locale.ROOT, "%.0f ms per s", idleCpu) + (settled.done() ? "" : " (not settled)"), "", "");
         }
+    }
+
+    /** An answer's status, with its problem's kind when it is not 201. */
+    private static String kind(lastseat.testkit.Answer answer) {
+        return answer.status() == 201 ? "201" : answer.status() + " " + answer.type();
     }
 
     // --- the load generator ---
@@ -512,7 +523,7 @@ public final class Bench {
         }
         for (Path dir : dataDirs) {
             try (var paths = Files.walk(dir)) {
-                for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(path);
                 }
             } catch (IOException e) {
