@@ -304,9 +304,9 @@ public final class Bench {
 
     /** Heap and RSS of the server with 1,000 purchases waiting on a 20 s payment, against the same server idle. */
     private void memory() throws Exception {
-        // Payments answer after 20 s (after a warm-up at 0 ms): 1,000 buyers on new connections take a few seconds to all arrive
-        // on two busy cores, and the read must come when every one of them waits on its payment (the
-        // provider's own count says so), well inside the 28 s deadline.
+        // Payments answer after 20 s (after a warm-up at 0 ms): 1,000 buyers on new connections take a
+        // few seconds to all arrive on two busy cores, and the read must come when every one of them waits
+        // on its payment (the provider's own count says so), well inside the 28 s deadline.
         stub(0, 0, 0);
         int inFlight = smoke ? 50 : 1000;
         try (ServerProcess server = server("memory", Map.of("payment.permits", "1000", "purchase.max-in-flight", "5000",
