@@ -5,6 +5,7 @@ import lastseat.testkit.Instance;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.StubsClient;
+import lastseat.testkit.TempDirs;
 import lastseat.testkit.Together;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import com.github.tomakehurst.wiremock.client.ResponseDefinitionBuilder;
@@ -24,7 +25,6 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -522,12 +522,9 @@ public final class Bench {
             return;
         }
         for (Path dir : dataDirs) {
-            try (var paths = Files.walk(dir)) {
-                for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
-                    Files.deleteIfExists(path);
-                }
-            } catch (IOException e) {
-                System.out.println("could not remove " + dir + ": " + e);
+            TempDirs.deleteQuietly(dir);
+            if (Files.exists(dir)) {
+                System.out.println("could not remove " + dir);
             }
         }
     }

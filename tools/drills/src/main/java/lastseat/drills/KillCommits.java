@@ -5,6 +5,7 @@ import io.helidon.config.ConfigSources;
 import lastseat.config.LastseatConfig;
 import lastseat.db.Database;
 import lastseat.db.Sql;
+import lastseat.testkit.TempDirs;
 
 import java.io.IOException;
 import java.io.PrintStream;
@@ -116,7 +117,7 @@ final class KillCommits {
             campaign(dir, Long.parseLong(args[0]), Integer.parseInt(args[1]), args.length > 2 ? args[2] : "", false,
                      r -> System.out.println(r));
         } finally {
-            MoneyAudit.deleteQuietly(dir);
+            TempDirs.deleteQuietly(dir);
         }
     }
 
@@ -130,7 +131,7 @@ final class KillCommits {
                                                + r.fileBytes() / 1024 + " KB" + (r.examples().isEmpty() ? "" : "; " + r.examples())
                                                + (r.writerErrors().isEmpty() ? "" : "; writer threads died: " + r.writerErrors())));
         } finally {
-            MoneyAudit.deleteQuietly(dir);
+            TempDirs.deleteQuietly(dir);
         }
     }
 

@@ -3,6 +3,7 @@ package lastseat.drills;
 import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
+import lastseat.testkit.TempDirs;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
@@ -220,7 +221,7 @@ final class MoneyAudit {
         }
         // The database and the server logs are the evidence of a failing run; a passing one leaves nothing behind.
         if (findings.ok()) {
-            deleteQuietly(dir);
+            TempDirs.deleteQuietly(dir);
         }
     }
 
@@ -918,15 +919,6 @@ final class MoneyAudit {
 
     private static long millisSince(long nanoTime) {
         return (System.nanoTime() - nanoTime) / 1_000_000;
-    }
-
-    /** Deletes a temporary directory and what is in it; one left behind is harmless. */
-    static void deleteQuietly(Path dir) {
-        try (java.util.stream.Stream<Path> paths = Files.walk(dir)) {
-            paths.sorted(java.util.Comparator.reverseOrder()).forEach(path -> path.toFile().delete());
-        } catch (IOException | UncheckedIOException e) {
-            // a temporary directory left behind is harmless
-        }
     }
 
     private static Path tempDir() {

@@ -4,6 +4,7 @@ import com.github.tomakehurst.wiremock.WireMockServer;
 import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
+import lastseat.testkit.TempDirs;
 import lastseat.testkit.StubServer;
 import org.junit.jupiter.api.Test;
 
@@ -54,7 +55,7 @@ class WarmupTest {
             assertThat(client.freePaymentPermits()).as("payment permits back").isEqualTo(20);
         } finally {
             stubs.stop();
-            MoneyAudit.deleteQuietly(dir);
+            TempDirs.deleteQuietly(dir);
         }
     }
 
@@ -110,7 +111,7 @@ class WarmupTest {
             }
         } finally {
             stubs.stop();
-            MoneyAudit.deleteQuietly(dir);
+            TempDirs.deleteQuietly(dir);
         }
     }
 }
