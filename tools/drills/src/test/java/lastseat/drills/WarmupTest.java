@@ -86,7 +86,9 @@ class WarmupTest {
             Matcher done = DONE.matcher(log);
             assertThat(done.find()).as("the warm-up's line in the log:%n%s", log).isTrue();
             assertThat(Integer.parseInt(done.group(1))).as("purchase requests sent to the copy").isEqualTo(80);
-            assertThat(done.group(2)).as("the copy sold: its answers by status").contains("201=");
+            // One round: 40 buyers at a one-seat event, 40 at an event with a seat for each. Cut off at 800 ms, a cold
+            // copy's round sold nothing on a busy machine; the copy's own deadline lets every purchase finish.
+            assertThat(done.group(2)).as("the copy's answers by status: the truth of its round").isEqualTo("201=41, 409=39");
             assertThat(stubCallsAtStart).as("requests that reached the outside services while the process started").isZero();
             assertThat(metricsBefore).as("the JVM's and the server's own meters, which the copy's removal must leave to the real process")
                                      .contains("memory_usedHeap_bytes").contains("requests_count")
