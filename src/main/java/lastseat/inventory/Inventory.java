@@ -374,7 +374,7 @@ public final class Inventory {
     /**
      * Seats of the event AVAILABLE now, counted up to {@code enough} at most: an index range that stops
      * early, cheap however large the event. (A hold past its expiry is not counted: this may say fewer
-     * than {@link #available} would, never more.)
+     * than {@link #availableUpTo} would, never more.)
      */
     public int freeUpTo(String eventId, int enough, Deadline deadline) {
         return freeUpToReads.read(new FreeUpTo(eventId, enough), deadline, c -> Sql.list(c,
@@ -382,9 +382,19 @@ public final class Inventory {
                 rs -> rs.getInt(1), eventId, enough).getFirst());
     }
 
-    /** Seats of the event free now, an expired hold counted as free. */
-    public int available(String eventId, Deadline deadline) {
-        return availableReads.read(eventId, deadline, c -> counts(c, eventId).get(SeatState.AVAILABLE));
+    /**
+     * Seats of the event free now, an expired hold counted as free, counted up to {@code enough}: exact
+     * below it. It reads the AVAILABLE seats up to {@code enough} and, only when those are fewer, the
+     * held ones — never the sold ones, which a sold-out event's every refused buyer would otherwise scan.
+     * One statement, so a hold released between its two parts is not missed by both.
+     */
+    public int availableUpTo(String eventId, int enough, Deadline deadline) {
+        return availableReads.read(new FreeUpTo(eventId, enough), deadline, c -> Sql.list(c,
+                "SELECT a.n + CASE WHEN a.n < ? THEN (SELECT COUNT(*) FROM (SELECT 1 FROM seats s JOIN purchases p ON p.id = s.purchase_id "
+                + "WHERE s.event_id = ? AND s.state = 'HELD' AND p.state = 'HELD' AND p.hold_expires_at <= ? FETCH FIRST ? ROWS ONLY) y) "
+                + "ELSE 0 END FROM (SELECT COUNT(*) AS n FROM (SELECT 1 FROM seats WHERE event_id = ? AND state = 'AVAILABLE' "
+                + "FETCH FIRST ? ROWS ONLY) x) a",
+                rs -> rs.getInt(1), enough, eventId, clock.instant(), enough, eventId, enough).getFirst());
     }
 
     /*
@@ -395,7 +405,7 @@ public final class Inventory {
     }
 
     private final SharedReads<FreeUpTo, Integer> freeUpToReads;
-    private final SharedReads<String, Integer> availableReads;
+    private final SharedReads<FreeUpTo, Integer> availableReads;
 
     /** The named seats of the event in seat order; with {@code takenOnly}, just those held or sold. */
     private static List<SeatPosition> positions(Connection c, String eventId, List<String> labels, boolean takenOnly)

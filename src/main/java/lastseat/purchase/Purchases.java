@@ -129,7 +129,8 @@ public final class Purchases {
                     claimed.amount(), claimed.currency(), expiresAt, order.buyerId(), order.buyerEmail(), order.paymentToken()));
             case Inventory.Claim.Missed missed -> new Reservation.Refused(order.namesSeats()
                     ? new PurchaseOutcome.Refusal.SeatsTaken(inventory.taken(order, missed.label(), deadline))
-                    : new PurchaseOutcome.Refusal.SoldOut(order.quantity(), inventory.available(order.eventId(), deadline)));
+                    : new PurchaseOutcome.Refusal.SoldOut(order.quantity(),
+                            inventory.availableUpTo(order.eventId(), order.quantity(), deadline)));
         };
     }
 
@@ -150,12 +151,7 @@ public final class Purchases {
             return taken.isEmpty() ? new Seen(Optional.empty(), order.seats().size())
                     : new Seen(Optional.of(new PurchaseOutcome.Refusal.SeatsTaken(taken)), order.seats().size() - taken.size());
         }
-        int atLeast = inventory.freeUpTo(order.eventId(), Math.max(enough, order.quantity()), deadline);
-        if (atLeast >= Math.max(enough, order.quantity())) {
-            return new Seen(Optional.empty(), atLeast);
-        }
-        // Few left: count them exactly, a hold past its expiry as free.
-        int free = inventory.available(order.eventId(), deadline);
+        int free = inventory.availableUpTo(order.eventId(), Math.max(enough, order.quantity()), deadline);
         return new Seen(free < order.quantity() ? Optional.of(new PurchaseOutcome.Refusal.SoldOut(order.quantity(), free))
                                                 : Optional.empty(), free);
     }
