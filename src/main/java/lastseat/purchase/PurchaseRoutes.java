@@ -76,6 +76,7 @@ public final class PurchaseRoutes implements HttpService {
     private final Pace pace;
     private final Admission admission;
     private final ClientLimits limits = new ClientLimits();
+    private final SoldOutHints soldOut = new SoldOutHints();
 
     /** {@code admission}: the figures {@link Pace} plans with, derived by the configuration tree. */
     public PurchaseRoutes(PurchaseFlow flow, Purchases purchases, Inventory inventory, IdempotencyKeys keys,
@@ -260,12 +261,13 @@ public final class PurchaseRoutes implements HttpService {
                 seen = purchases.seen(order, enough(order), deadline);
             }
             if (seen.gone().isPresent()) {
-                // Its own earlier request may be what took them: a key used before gets its own answer.
-                Optional<Turn> used = usedBefore(key, order.client(), body, deadline);
-                if (used.isPresent()) {
-                    return used.get();
+                PurchaseOutcome.Refusal gone = seen.gone().get();
+                if (gone instanceof PurchaseOutcome.Refusal.SoldOut) {
+                    soldOut.soldOut(order.eventId());
                 }
-                return new Turn.Told(answers.of(new PurchaseOutcome.Refused(seen.gone().get())));
+                // Its own earlier request may be what took them: a key used before gets its own answer.
+                return new Turn.Told(usedBefore(key, order.client(), body, deadline)
+                                             .orElseGet(() -> answers.of(new PurchaseOutcome.Refused(gone))));
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -280,8 +282,8 @@ public final class PurchaseRoutes implements HttpService {
                 : answers.of(new PurchaseOutcome.Refused(new PurchaseOutcome.Refusal.Overloaded()));
     }
 
-    /** The answer a key used before gets without a place (a replay, in flight, reused); empty for a new key. */
-    private Optional<Turn> usedBefore(String key, String client, byte[] body, Deadline deadline) {
+    /** The answer a key used before gets without running (a replay, in flight, reused); empty for a new key. */
+    private Optional<PurchaseAnswers.Answer> usedBefore(String key, String client, byte[] body, Deadline deadline) {
         if (!keys.known(client, key, deadline)) {
             return Optional.empty();
         }
@@ -293,8 +295,8 @@ public final class PurchaseRoutes implements HttpService {
             }
             // Its process stopped before answering, and the seats gone may be its own purchase's, paid for:
             // never "seats taken". The retry that has a place resumes it.
-            case IdempotencyKeys.Claim.Abandoned abandoned -> Optional.of(new Turn.Told(answers.inFlight(key)));
-            default -> Optional.of(new Turn.Told(answered(key, claim)));
+            case IdempotencyKeys.Claim.Abandoned abandoned -> Optional.of(answers.inFlight(key));
+            default -> Optional.of(answered(key, claim));
         };
     }
 
@@ -500,12 +502,38 @@ public final class PurchaseRoutes implements HttpService {
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
     private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline,
                                             PurchaseFlow.Progress progress, Reach reach) {
+        Optional<PurchaseAnswers.Answer> gone = goneBeforeClaim(key, order, deadline);
+        if (gone.isPresent()) {
+            return gone.get();
+        }
         IdempotencyKeys.Claim claim = keys.claim(order.client(), key, IdempotencyKeys.fingerprint(body), deadline);
         return switch (claim) {
             case IdempotencyKeys.Claim.Abandoned abandoned -> resume(key, abandoned, order, deadline, progress, reach);
             case IdempotencyKeys.Claim.Fresh fresh -> runFresh(key, fresh.token(), order, deadline, progress, reach);
             default -> answered(key, claim);
         };
+    }
+
+    /**
+     * A quantity for an event a purchase here last found sold out ({@link SoldOutHints}): when a read,
+     * before the key's claim, finds its seats still gone and the key never used, 409 with nothing
+     * written, as for a buyer given no place. A key used before goes on as it always does (its replay,
+     * its in-flight answer, its resumption). The seats are read before the key, so a key whose earlier
+     * request took them is already claimed when it is looked for. Empty when the purchase goes on.
+     */
+    private Optional<PurchaseAnswers.Answer> goneBeforeClaim(String key, Order order, Deadline deadline) {
+        if (order.namesSeats() || !soldOut.hinted(order.eventId())) {
+            return Optional.empty();
+        }
+        Purchases.Seen seen = purchases.seen(order, order.quantity(), deadline);
+        if (seen.gone().isEmpty()) {
+            soldOut.seatsFree(order.eventId());
+            return Optional.empty();
+        }
+        if (keys.known(order.client(), key, deadline)) {
+            return Optional.empty();
+        }
+        return Optional.of(answers.of(new PurchaseOutcome.Refused(seen.gone().get())));
     }
 
     /** A key used before: its stored answer replayed, or why it cannot be run now. */
@@ -562,7 +590,11 @@ public final class PurchaseRoutes implements HttpService {
                                             Reach reach) {
         PurchaseAnswers.Answer answer;
         try {
-            answer = answers.of(flow.purchase(order, deadline, watched(progress, reach, key)));
+            PurchaseOutcome outcome = flow.purchase(order, deadline, watched(progress, reach, key));
+            if (outcome instanceof PurchaseOutcome.Refused(PurchaseOutcome.Refusal.SoldOut _)) {
+                soldOut.soldOut(order.eventId());
+            }
+            answer = answers.of(outcome);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             // The server is stopping past its grace, and the payment may have left: never "nothing was

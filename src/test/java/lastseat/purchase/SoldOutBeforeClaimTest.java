@@ -1,0 +1,116 @@
+package lastseat.purchase;
+
+import lastseat.db.Sql;
+import lastseat.inventory.Order;
+import lastseat.support.Invariants;
+import lastseat.support.LastseatApp;
+import lastseat.testkit.Answer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.time.OffsetDateTime;
+import java.util.UUID;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+/**
+ * A sold-out event, once a purchase here has found it so ({@link SoldOutHints}): the next buyers of a
+ * quantity are told 409 by a read before their key's claim, with nothing written; the key of the
+ * purchase that took the last seat still gets its own 201; and when a seat comes back, the next buyer
+ * runs and buys it, and a buyer told 409 by the read retries its key afresh.
+ */
+class SoldOutBeforeClaimTest {
+    @RegisterExtension
+    static final LastseatApp app = LastseatApp.shared();
+
+    @Test
+    void afterAReservationFoundTheEventSoldOutTheNextBuyersAreToldSoWithoutAWriteAndTheWinnerStillGetsItsAnswer() {
+        String event = app.newEvent(2);
+        // One seat held by a purchase that will be cancelled, one sold over HTTP.
+        Purchases.Reservation held = app.services().purchases().reserve(
+                new Order(event, null, 1, "grace", "grace@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()));
+        String heldId = ((Purchases.Reservation.Held) held).hold().purchaseId();
+        String winnerKey = UUID.randomUUID().toString();
+        Answer winner = app.client().purchaseQuantity(winnerKey, event, 1, "ada");
+        assertThat(winner.status()).as(winner.toString()).isEqualTo(201);
+
+        String firstKey = UUID.randomUUID().toString();
+        Answer first = app.client().purchaseQuantity(firstKey, event, 1, "bob");
+        long purchases = purchasesOf(event);
+        String laterKey = UUID.randomUUID().toString();
+        Answer later = app.client().purchaseQuantity(laterKey, event, 1, "cleo");
+        Answer winnersRetry = app.client().purchaseQuantity(winnerKey, event, 1, "ada");
+
+        assertThat(first.status()).as(first.toString()).isEqualTo(409);
+        assertThat(first.type()).isEqualTo("sold-out");
+        assertThat(keyRows(firstKey)).as("the refusal its own reservation made is stored for its key").isEqualTo(1);
+        assertThat(later.status()).as(later.toString()).isEqualTo(409);
+        assertThat(later.type()).isEqualTo("sold-out");
+        assertThat(keyRows(laterKey)).as("told by the read: no key stored").isZero();
+        assertThat(purchasesOf(event)).as("no purchase row for the buyer told by the read").isEqualTo(purchases);
+        assertThat(winnersRetry.status()).as("the key that took the seat: its own answer, never sold out: " + winnersRetry)
+                                         .isEqualTo(201);
+        assertThat(winnersRetry.header("Idempotent-Replayed")).isEqualTo("true");
+
+        assertThat(app.client().cancel(heldId).status()).as("the held seat comes back").isEqualTo(200);
+        Answer latersRetry = app.client().purchaseQuantity(laterKey, event, 1, "cleo");
+        Answer firstsRetry = app.client().purchaseQuantity(firstKey, event, 1, "bob");
+
+        assertThat(latersRetry.status()).as("run afresh, and the seat that came back is sold: " + latersRetry).isEqualTo(201);
+        assertThat(latersRetry.header("Idempotent-Replayed")).isNull();
+        assertThat(firstsRetry.status()).as("the stored refusal, replayed: " + firstsRetry).isEqualTo(409);
+        assertThat(firstsRetry.header("Idempotent-Replayed")).isEqualTo("true");
+        assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(2);
+        Invariants.hold(app, event);
+        Invariants.nothingHeld(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
+    @Test
+    void aHintedEventWhoseSeatsCameBackSellsToTheNextBuyer() {
+        String event = app.newEvent(1);
+        Purchases.Reservation held = app.services().purchases().reserve(
+                new Order(event, null, 1, "grace", "grace@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()));
+        String heldId = ((Purchases.Reservation.Held) held).hold().purchaseId();
+        Answer refused = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "bob");
+        assertThat(refused.status()).as(refused.toString()).isEqualTo(409);
+
+        assertThat(app.client().cancel(heldId).status()).isEqualTo(200);
+        Answer bought = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "ada");
+
+        assertThat(bought.status()).as("the read finds the seat free and the purchase runs: " + bought).isEqualTo(201);
+        assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(1);
+        Invariants.hold(app, event);
+        Invariants.nothingHeld(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
+    @Test
+    void aHoldPastItsExpiryCountsAsFreeToTheReadAndItsSeatIsSold() {
+        String event = app.newEvent(1);
+        Purchases.Reservation held = app.services().purchases().reserve(
+                new Order(event, null, 1, "grace", "grace@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()));
+        String heldId = ((Purchases.Reservation.Held) held).hold().purchaseId();
+        Answer refused = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "bob");
+        assertThat(refused.status()).as(refused.toString()).isEqualTo(409);
+
+        app.services().db().read(c -> Sql.update(c, "UPDATE purchases SET hold_expires_at = ? WHERE id = ?",
+                                                 OffsetDateTime.now().minusMinutes(1), heldId));
+        Answer bought = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "ada");
+
+        assertThat(bought.status()).as("the expired hold's seat is free to the read, and the reservation takes it: " + bought)
+                                   .isEqualTo(201);
+        assertThat(app.db().purchaseState(heldId)).isEqualTo("EXPIRED");
+        Invariants.hold(app, event);
+        Invariants.nothingHeld(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
+    private static long purchasesOf(String event) {
+        return app.db().count("SELECT COUNT(*) FROM purchases WHERE event_id = ?", event);
+    }
+
+    private static long keyRows(String key) {
+        return app.db().count("SELECT COUNT(*) FROM idempotency_keys WHERE idem_key = ?", key);
+    }
+}
