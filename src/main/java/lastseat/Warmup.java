@@ -80,9 +80,11 @@ final class Warmup {
     /** The longest one request to the copy may take, whatever is left of the bound. */
     private static final Duration MOST_PER_REQUEST = Duration.ofSeconds(10);
     /**
-     * The copy's {@code purchase.deadline}, unless the real one is longer: the first round meets
-     * interpreted code on a machine that may be busy, and a purchase cut off at 800 ms there leaves the
-     * payment and the confirmation it never reached cold (seen: a round of 80 that sold nothing).
+     * The copy's {@code purchase.deadline}, unless the real one is longer or {@code warm-up.max-time}
+     * shorter: the first round meets interpreted code on a machine that may be busy, and a purchase cut
+     * off at 800 ms there leaves the payment and the confirmation it never reached cold (seen: a round of
+     * 80 that sold nothing). Stopping the copy waits for its purchases up to their deadline, so the bound
+     * caps it.
      */
     private static final Duration COPY_DEADLINE = Duration.ofSeconds(5);
     private static final String LOOPBACK = "127.0.0.1";
@@ -148,7 +150,7 @@ final class Warmup {
                     Map.entry("access.admin-port", "0"), Map.entry("access.admin-host", LOOPBACK),
                     Map.entry("db.url", database), Map.entry("db.user", "sa"), Map.entry("db.password", ""),
                     Map.entry("outside.base-url", standInUrl),
-                    Map.entry("purchase.deadline", longer(config.purchase().deadline(), COPY_DEADLINE).toMillis() + "ms"),
+                    Map.entry("purchase.deadline", longer(config.purchase().deadline(), shorter(COPY_DEADLINE, config.warmUp().maxTime())).toMillis() + "ms"),
                     Map.entry("access.operator-key", operatorKey),
                     Map.entry("demo.create-event", "false"), Map.entry("demo.create-keys", "false"),
                     Map.entry("drills.enabled", "false"),
@@ -199,6 +201,10 @@ final class Warmup {
 
     private static Duration longer(Duration a, Duration b) {
         return a.compareTo(b) >= 0 ? a : b;
+    }
+
+    private static Duration shorter(Duration a, Duration b) {
+        return a.compareTo(b) <= 0 ? a : b;
     }
 
     private static void quietly(String what, AutoCloseable closeable) {

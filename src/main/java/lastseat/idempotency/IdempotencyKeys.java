@@ -151,6 +151,30 @@ public final class IdempotencyKeys {
     }
 
     /**
+     * Stores {@code reply} as the answer of a key never used, in one INSERT: for a request refused by a
+     * read before it claimed the key, so that every later request with the key — its own delayed
+     * original among them — is told the same, and none buys under it. False when the key was claimed
+     * before (nothing written): the caller goes on as for a key used before.
+     */
+    public boolean answerUnused(String client, String key, String fingerprint, Reply reply, Deadline deadline) {
+        OffsetDateTime now = clock.instant().atOffset(ZoneOffset.UTC);
+        return db.read(deadline, c -> {
+            try {
+                Sql.update(c, "INSERT INTO idempotency_keys (client_name, idem_key, request_hash, state, status, content_type, location, "
+                              + "body, created_at, completed_at) VALUES (?, ?, ?, 'DONE', ?, ?, ?, ?, ?, ?)",
+                           client, key, fingerprint, reply.status(), reply.contentType(), reply.location(),
+                           new String(reply.body(), StandardCharsets.UTF_8), now, now);
+                return true;
+            } catch (SQLException e) {
+                if (!Database.isUniqueViolation(e)) {
+                    throw e;
+                }
+                return false;
+            }
+        });
+    }
+
+    /**
      * Claims an abandoned key for this request with a new token (a compare-and-set on when it was
      * claimed, so of two retries only one takes it over); empty when somebody else did.
      */

@@ -265,6 +265,10 @@ public final class PurchaseRoutes implements HttpService {
                 if (gone instanceof PurchaseOutcome.Refusal.SoldOut) {
                     soldOut.soldOut(order.eventId());
                 }
+                Optional<PurchaseAnswers.Answer> told = goneByRead(key, body, order, gone, deadline);
+                if (told.isPresent()) {
+                    return new Turn.Told(told.get());
+                }
                 // Its own earlier request may be what took them: a key used before gets its own answer.
                 return new Turn.Told(usedBefore(key, order.client(), body, deadline)
                                              .orElseGet(() -> answers.of(new PurchaseOutcome.Refused(gone))));
@@ -502,7 +506,7 @@ public final class PurchaseRoutes implements HttpService {
     /** The purchase once admitted: claim the key, run the flow, store or let go of the key. */
     private PurchaseAnswers.Answer admitted(String key, byte[] body, Order order, Deadline deadline,
                                             PurchaseFlow.Progress progress, Reach reach) {
-        Optional<PurchaseAnswers.Answer> gone = goneBeforeClaim(key, order, deadline);
+        Optional<PurchaseAnswers.Answer> gone = goneBeforeClaim(key, body, order, deadline);
         if (gone.isPresent()) {
             return gone.get();
         }
@@ -516,12 +520,11 @@ public final class PurchaseRoutes implements HttpService {
 
     /**
      * A quantity for an event a purchase here last found sold out ({@link SoldOutHints}): when a read,
-     * before the key's claim, finds its seats still gone and the key never used, 409 with nothing
-     * written, as for a buyer given no place. A key used before goes on as it always does (its replay,
-     * its in-flight answer, its resumption). The seats are read before the key, so a key whose earlier
-     * request took them is already claimed when it is looked for. Empty when the purchase goes on.
+     * before the key's claim, finds its seats still gone, 409 stored for the key in one write, as for a
+     * buyer given no place ({@link #goneByRead}). A key used before goes on as it always does (its
+     * replay, its in-flight answer, its resumption). Empty when the purchase goes on.
      */
-    private Optional<PurchaseAnswers.Answer> goneBeforeClaim(String key, Order order, Deadline deadline) {
+    private Optional<PurchaseAnswers.Answer> goneBeforeClaim(String key, byte[] body, Order order, Deadline deadline) {
         if (order.namesSeats() || !soldOut.hinted(order.eventId())) {
             return Optional.empty();
         }
@@ -530,10 +533,21 @@ public final class PurchaseRoutes implements HttpService {
             soldOut.seatsFree(order.eventId());
             return Optional.empty();
         }
-        if (keys.known(order.client(), key, deadline)) {
-            return Optional.empty();
-        }
-        return Optional.of(answers.of(new PurchaseOutcome.Refused(seen.gone().get())));
+        return goneByRead(key, body, order, seen.gone().get(), deadline);
+    }
+
+    /**
+     * 409 for a buyer whose seats a read found gone before it claimed its key, stored for the key in
+     * the same single write that takes it: a later request with the key — its own original, delayed
+     * before its claim, among them — is told the same 409 and cannot buy a seat that came back under a
+     * key already told "nothing was bought". The seats are read before the key is written, so a key
+     * whose request took them is already claimed. Empty when the key was used before (nothing written).
+     */
+    private Optional<PurchaseAnswers.Answer> goneByRead(String key, byte[] body, Order order, PurchaseOutcome.Refusal gone,
+                                                        Deadline deadline) {
+        PurchaseAnswers.Answer refused = answers.of(new PurchaseOutcome.Refused(gone));
+        return keys.answerUnused(order.client(), key, IdempotencyKeys.fingerprint(body), refused.reply(), deadline)
+                ? Optional.of(refused) : Optional.empty();
     }
 
     /** A key used before: its stored answer replayed, or why it cannot be run now. */

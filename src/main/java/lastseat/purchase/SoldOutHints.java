@@ -8,10 +8,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * purchase of a quantity there reads its seats before it claims its key, never an answer. The read
  * decides; a read that finds the seats free drops the hint.
  *
- * <p>Hazard: the hint decides only whether a sold-out answer costs writes. Told 409 after the read, a
- * buyer's key is not stored (as for a buyer given no place), so a retry after seats came back runs
- * afresh; told 409 by its own reservation, the key keeps the 409. A stale hint costs one read, a
- * missing one the key's claim and stored answer. At {@link #MOST_EVENTS} every hint is dropped.
+ * <p>Hazard: the hint decides only how a sold-out answer is reached — by a read and one write that
+ * stores the 409 for the key, or by the key's claim, a reservation that misses and the stored answer —
+ * never what the buyer or a retry of its key is told. A stale hint costs one read, a missing one two
+ * commits and a reservation. At {@link #MOST_EVENTS} every hint is dropped.
  */
 final class SoldOutHints {
     /** The most events hinted at once: past it all are dropped, and each is learned again by its next refusal. */
