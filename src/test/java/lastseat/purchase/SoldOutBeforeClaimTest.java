@@ -29,9 +29,7 @@ class SoldOutBeforeClaimTest {
     void afterAReservationFoundTheEventSoldOutTheNextBuyersAreToldSoByAReadAndTheirKeysKeepIt() {
         String event = app.newEvent(2);
         // One seat held by a purchase that will be cancelled, one sold over HTTP.
-        Purchases.Reservation held = app.services().purchases().reserve(
-                new Order(event, null, 1, "grace", "grace@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()));
-        String heldId = ((Purchases.Reservation.Held) held).hold().purchaseId();
+        String heldId = holdOneSeat(event);
         String winnerKey = UUID.randomUUID().toString();
         Answer winner = app.client().purchaseQuantity(winnerKey, event, 1, "ada");
         assertThat(winner.status()).as(winner.toString()).isEqualTo(201);
@@ -72,11 +70,7 @@ class SoldOutBeforeClaimTest {
     @Test
     void aHintedEventWhoseSeatsCameBackSellsToTheNextBuyer() {
         String event = app.newEvent(1);
-        Purchases.Reservation held = app.services().purchases().reserve(
-                new Order(event, null, 1, "grace", "grace@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()));
-        String heldId = ((Purchases.Reservation.Held) held).hold().purchaseId();
-        Answer refused = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "bob");
-        assertThat(refused.status()).as(refused.toString()).isEqualTo(409);
+        String heldId = holdOnlySeatAndBeRefused(event);
 
         assertThat(app.client().cancel(heldId).status()).isEqualTo(200);
         Answer bought = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "ada");
@@ -91,11 +85,7 @@ class SoldOutBeforeClaimTest {
     @Test
     void aHoldPastItsExpiryCountsAsFreeToTheReadAndItsSeatIsSold() {
         String event = app.newEvent(1);
-        Purchases.Reservation held = app.services().purchases().reserve(
-                new Order(event, null, 1, "grace", "grace@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()));
-        String heldId = ((Purchases.Reservation.Held) held).hold().purchaseId();
-        Answer refused = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "bob");
-        assertThat(refused.status()).as(refused.toString()).isEqualTo(409);
+        String heldId = holdOnlySeatAndBeRefused(event);
 
         app.services().db().read(c -> Sql.update(c, "UPDATE purchases SET hold_expires_at = ? WHERE id = ?",
                                                  OffsetDateTime.now().minusMinutes(1), heldId));
@@ -107,6 +97,21 @@ class SoldOutBeforeClaimTest {
         Invariants.hold(app, event);
         Invariants.nothingHeld(app, event);
         Invariants.resourcesCameBack(app);
+    }
+
+    /** A purchase holding one seat of {@code event}, made without HTTP (it will be cancelled or expired); its id. */
+    private static String holdOneSeat(String event) {
+        Purchases.Reservation held = app.services().purchases().reserve(
+                new Order(event, null, 1, "grace", "grace@example.com", "tok_ok", "demo-shop", UUID.randomUUID().toString()));
+        return ((Purchases.Reservation.Held) held).hold().purchaseId();
+    }
+
+    /** The one seat of {@code event} held, and a buyer told 409 by its reservation, which hints the event; the hold's id. */
+    private static String holdOnlySeatAndBeRefused(String event) {
+        String heldId = holdOneSeat(event);
+        Answer refused = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "bob");
+        assertThat(refused.status()).as(refused.toString()).isEqualTo(409);
+        return heldId;
     }
 
     private static List<String> keyStates(String key) {
