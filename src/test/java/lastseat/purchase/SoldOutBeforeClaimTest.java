@@ -62,9 +62,7 @@ class SoldOutBeforeClaimTest {
         assertThat(app.db().count("SELECT COUNT(*) FROM purchases WHERE idempotency_key IN (?, ?)", firstKey, laterKey))
                 .as("no purchase under the keys told 409").isZero();
         assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(2);
-        Invariants.hold(app, event);
-        Invariants.nothingHeld(app, event);
-        Invariants.resourcesCameBack(app);
+        everythingCameBack(event);
     }
 
     @Test
@@ -77,9 +75,7 @@ class SoldOutBeforeClaimTest {
 
         assertThat(bought.status()).as("the read finds the seat free and the purchase runs: " + bought).isEqualTo(201);
         assertThat(app.client().event(event).path("sold").asInt()).isEqualTo(1);
-        Invariants.hold(app, event);
-        Invariants.nothingHeld(app, event);
-        Invariants.resourcesCameBack(app);
+        everythingCameBack(event);
     }
 
     @Test
@@ -94,9 +90,7 @@ class SoldOutBeforeClaimTest {
         assertThat(bought.status()).as("the expired hold's seat is free to the read, and the reservation takes it: " + bought)
                                    .isEqualTo(201);
         assertThat(app.db().purchaseState(heldId)).isEqualTo("EXPIRED");
-        Invariants.hold(app, event);
-        Invariants.nothingHeld(app, event);
-        Invariants.resourcesCameBack(app);
+        everythingCameBack(event);
     }
 
     /** A purchase holding one seat of {@code event}, made without HTTP (it will be cancelled or expired); its id. */
@@ -112,6 +106,13 @@ class SoldOutBeforeClaimTest {
         Answer refused = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "bob");
         assertThat(refused.status()).as(refused.toString()).isEqualTo(409);
         return heldId;
+    }
+
+    /** I1–I4 hold, no seat of the event is held, and the permits and connections are back. */
+    private static void everythingCameBack(String event) {
+        Invariants.hold(app, event);
+        Invariants.nothingHeld(app, event);
+        Invariants.resourcesCameBack(app);
     }
 
     private static List<String> keyStates(String key) {
