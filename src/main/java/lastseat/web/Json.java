@@ -8,7 +8,9 @@ import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.core.exc.InputCoercionException;
 import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.core.exc.StreamReadException;
+import com.fasterxml.jackson.core.util.BufferRecycler;
 import com.fasterxml.jackson.core.util.JsonRecyclerPools;
+import com.fasterxml.jackson.core.util.RecyclerPool;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonMappingException;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -55,13 +57,42 @@ public final class Json {
      * a virtual thread of its own, so that was 11 KB held per keep-alive connection and per purchase in
      * flight. A shared pool lends a set to each parse or write and takes it back at its end (JSON work is
      * short and never waits on I/O: it reads and writes byte arrays); a parse that finds none makes one,
-     * and the pool keeps at most {@value #KEPT_BUFFER_SETS}. A set keeps the largest buffers it has lent,
-     * so one that wrote a large answer (a seat map of thousands) holds more than 11 KB.
+     * and the pool keeps at most {@value #KEPT_BUFFER_SETS}. A set keeps the largest buffers it has lent
+     * (its char buffers only up to {@link #MAX_STRING}: {@link Buffers}), so one that wrote a large answer
+     * (a seat map of thousands) holds more than 11 KB.
      */
     private static final int KEPT_BUFFER_SETS = 64;
 
+    /**
+     * A set of Jackson's buffers that keeps no char buffer longer than {@link #MAX_STRING}. Jackson
+     * checks a string's length against the limit only when the string overflows its buffer (or is made
+     * a {@code String}): a kept buffer longer than the limit would take a longer string whole, unchecked.
+     * Seen with the shared pool: a 12,000-character value of an unknown field was refused as an unknown
+     * field or as over the limit, depending on which set a request drew (FuzzTest).
+     */
+    private static final class Buffers extends BufferRecycler {
+        @Override
+        public void releaseCharBuffer(int index, char[] buffer) {
+            if (buffer.length <= MAX_STRING) {
+                super.releaseCharBuffer(index, buffer);
+            }
+        }
+    }
+
+    /** The shared pool of {@link Buffers}: at most {@link #KEPT_BUFFER_SETS} kept. */
+    private static final class BufferPool extends JsonRecyclerPools.BoundedPool {
+        BufferPool() {
+            super(KEPT_BUFFER_SETS);
+        }
+
+        @Override
+        public BufferRecycler createPooled() {
+            return new Buffers();
+        }
+    }
+
     private static final ObjectMapper MAPPER = JsonMapper.builder(JsonFactory.builder()
-                    .recyclerPool(JsonRecyclerPools.newBoundedPool(KEPT_BUFFER_SETS)).build())
+                    .recyclerPool(new BufferPool()).build())
             .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
             .enable(DeserializationFeature.FAIL_ON_NULL_FOR_PRIMITIVES)
             .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS)
@@ -86,6 +117,11 @@ public final class Json {
     private static final ObjectReader BODIES = MAPPER.reader().with(JsonParser.Feature.STRICT_DUPLICATE_DETECTION);
 
     private Json() {
+    }
+
+    /** The pool the buffers come from: for a test that leaves in it what other requests would have. */
+    static RecyclerPool<BufferRecycler> bufferPool() {
+        return MAPPER.getFactory()._getRecyclerPool();
     }
 
     public static <T> T read(byte[] body, Class<T> type) {
