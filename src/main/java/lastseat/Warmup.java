@@ -49,10 +49,10 @@ import java.util.regex.Pattern;
  * {@link Main#start} with lastseat's own keys ({@link LastseatConfig#settings}; of {@code server.*}
  * only {@code max-payload-size}), but an in-memory H2 database, ports on 127.0.0.1 only, keys of its
  * own, a deadline its cold first round can finish in ({@link #COPY_DEADLINE}) and a stand-in for the
- * outside services on the loopback — and buys from it over HTTP the way an
- * on-sale does: bursts of buyers at a last seat, each burst on new connections, and buyers of a larger
- * event. Then it stops the copy. The first buyers of the real process then meet code that is loaded,
- * linked and compiled, not a server a moment old (docs/BENCHMARKS.md, "Warm-up before listening").
+ * outside services on the loopback — and buys from it over HTTP the way an on-sale does: bursts of
+ * buyers at a last seat, each burst on new connections, and buyers of a larger event. Then it stops the
+ * copy. The first buyers of the real process then meet code that is loaded, linked and compiled, not a
+ * server a moment old (docs/BENCHMARKS.md, "Warm-up before listening").
  *
  * <p>Contract: nothing leaves the machine and nothing reaches {@code db.url}: the copy is not started
  * unless its checked configuration points at its own database, the stand-in and 127.0.0.1; its
@@ -150,7 +150,7 @@ final class Warmup {
                     Map.entry("access.admin-port", "0"), Map.entry("access.admin-host", LOOPBACK),
                     Map.entry("db.url", database), Map.entry("db.user", "sa"), Map.entry("db.password", ""),
                     Map.entry("outside.base-url", standInUrl),
-                    Map.entry("purchase.deadline", longer(config.purchase().deadline(), shorter(COPY_DEADLINE, config.warmUp().maxTime())).toMillis() + "ms"),
+                    Map.entry("purchase.deadline", copyDeadline(config).toMillis() + "ms"),
                     Map.entry("access.operator-key", operatorKey),
                     Map.entry("demo.create-event", "false"), Map.entry("demo.create-keys", "false"),
                     Map.entry("drills.enabled", "false"),
@@ -199,12 +199,11 @@ final class Warmup {
                         Duration.ofNanos(bought - started), Duration.ofNanos(caughtUp - bought), failure);
     }
 
-    private static Duration longer(Duration a, Duration b) {
-        return a.compareTo(b) >= 0 ? a : b;
-    }
-
-    private static Duration shorter(Duration a, Duration b) {
-        return a.compareTo(b) <= 0 ? a : b;
+    /** {@link #COPY_DEADLINE}, at most {@code warm-up.max-time}, and never shorter than the real deadline. */
+    private static Duration copyDeadline(LastseatConfig config) {
+        Duration bounded = COPY_DEADLINE.compareTo(config.warmUp().maxTime()) <= 0 ? COPY_DEADLINE : config.warmUp().maxTime();
+        Duration real = config.purchase().deadline();
+        return real.compareTo(bounded) >= 0 ? real : bounded;
     }
 
     private static void quietly(String what, AutoCloseable closeable) {
