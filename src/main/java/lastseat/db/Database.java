@@ -144,6 +144,15 @@ public final class Database implements AutoCloseable {
         return url.startsWith("jdbc:h2:") && !url.substring("jdbc:h2:".length()).matches("(?s)[A-Za-z][A-Za-z0-9]+:.*");
     }
 
+    /**
+     * Whether {@code SELECT ... FETCH FIRST n ROWS ONLY FOR UPDATE SKIP LOCKED} returns the first
+     * {@code n} rows nobody else has locked, as PostgreSQL does. H2 2.5 cuts to {@code n} rows before
+     * it skips the locked ones, so there a buyer behind {@code n} locked rows would see none.
+     */
+    public boolean skipsLockedRows() {
+        return dialect == Dialect.POSTGRESQL;
+    }
+
     /** Each database says it its own way; an unknown one is left with its default. */
     private static String lockTimeoutSql(DbConfig config) {
         return Dialect.of(config.url()).lockTimeout(config.lockTimeout().toMillis());
