@@ -314,12 +314,14 @@ public final class Inventory {
      * event's last seats then takes them one buyer to a seat, where claims of seats read as free
      * queued on each other's row locks: on PostgreSQL a blocked claim holds its connection until the
      * other commits, and at a last-seat burst those queues held the pool past the deadline (bin/bench
-     * onsale-pg). Short, the buyer goes on to the claims that wait ({@link #claimAny}): a seat skipped
-     * here may be one whose claim is about to roll back, and the answer must be the truth. Those
-     * claims hold no row meanwhile, so they still take their locks in seat order and cannot deadlock.
+     * onsale-pg). Short, the buyer lets its locks go and goes on to the claims that wait
+     * ({@link #claimAny}): a seat skipped here may be one whose claim is about to roll back, and the
+     * answer must be the truth. Those claims hold no row meanwhile, so they still take their locks in
+     * seat order and cannot deadlock.
      */
     private Optional<List<String>> claimUnlocked(Connection c, String eventId, int quantity, String purchaseId) throws SQLException {
-        Savepoint before = c.setSavepoint();
+        // One seat asked for: the read locks at most that one, so a miss holds nothing and needs no way back.
+        Savepoint before = quantity > 1 ? c.setSavepoint() : null;
         List<String> found = Sql.list(c, "SELECT label FROM seats WHERE event_id = ? AND state = 'AVAILABLE' "
                                          + "ORDER BY event_id, state, position FETCH FIRST ? ROWS ONLY FOR UPDATE SKIP LOCKED",
                                       rs -> rs.getString(1), eventId, quantity);
@@ -327,7 +329,8 @@ public final class Inventory {
         if (found.size() == quantity) {
             try (PreparedStatement claim = claimStatement(c)) {
                 for (String label : found) {
-                    // Locked by this transaction and free when read: the guarded claim cannot miss, but it is still what decides.
+                    // Locked by this transaction and free when read, so nobody else can have changed it: the guarded
+                    // claim cannot miss (a single seat's miss would otherwise keep its lock), but it is still what decides.
                     if (claimOne(claim, eventId, label, purchaseId)) {
                         claimed.add(label);
                     }
@@ -335,11 +338,15 @@ public final class Inventory {
             }
         }
         if (claimed.size() == quantity) {
-            c.releaseSavepoint(before);
+            if (before != null) {
+                c.releaseSavepoint(before);
+            }
             return Optional.of(List.copyOf(claimed));
         }
-        // Back to before the locks: the claims that wait must not hold a row out of seat order.
-        c.rollback(before);
+        if (before != null) {
+            // Back to before the locks: the claims that wait must not hold a row out of seat order.
+            c.rollback(before);
+        }
         return Optional.empty();
     }
 

@@ -113,6 +113,38 @@ class LockedSeatsTest {
         Invariants.resourcesCameBack(app);
     }
 
+    @Test
+    void aBuyerOfTwoShortOfUnlockedSeatsLetsItsLockGoBeforeItWaitsInSeatOrder() throws Exception {
+        String event = app.newEvent(2);
+        CountDownLatch locked = new CountDownLatch(1);
+        CountDownLatch letGo = new CountDownLatch(1);
+        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
+            Future<Boolean> holder = threads.submit(() -> lockSeat(event, "1", locked, letGo));
+            CompletableFuture<Purchases.Reservation> buyer;
+            try {
+                assertThat(locked.await(5, TimeUnit.SECONDS)).isTrue();
+                buyer = CompletableFuture.supplyAsync(
+                        () -> purchases().reserve(quantity(event, 2), Deadline.after(Duration.ofSeconds(5), System.nanoTime())), threads);
+                assertThat(waitingForALock(Duration.ofSeconds(5))).as("the buyer waits on seat 1's row").isTrue();
+                // Seat 2, which the buyer's first read locked, is free to lock now: it holds no row out of seat order while it waits.
+                List<String> second = db().inTransaction(c -> Sql.list(c, "SELECT label FROM seats WHERE event_id = ? AND label = '2' "
+                                                                          + "FOR UPDATE NOWAIT", rs -> rs.getString(1), event));
+                assertThat(second).containsExactly("2");
+            } finally {
+                letGo.countDown();
+            }
+            assertThat(holder.get(5, TimeUnit.SECONDS)).isTrue();
+            Purchases.Reservation reservation = buyer.get(5, TimeUnit.SECONDS);
+
+            assertThat(reservation).isInstanceOf(Purchases.Reservation.Held.class);
+            assertThat(((Purchases.Reservation.Held) reservation).hold().seats()).containsExactly("1", "2");
+            release(reservation);
+        }
+        Invariants.nothingHeld(app, event);
+        Invariants.hold(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
     /** Locks the seat's row in a transaction of its own until {@code letGo}, then ends it having changed nothing. */
     private static boolean lockSeat(String event, String label, CountDownLatch locked, CountDownLatch letGo) {
         return db().inTransaction(c -> {
