@@ -87,35 +87,42 @@ class LockedSeatsTest {
     @Test
     void aSeatSkippedBecauseAnotherClaimHeldItIsSoldWhenThatClaimLetsItGo() throws Exception {
         String event = app.newEvent(1);
-        CountDownLatch locked = new CountDownLatch(1);
-        CountDownLatch letGo = new CountDownLatch(1);
-        try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
-            Future<Boolean> holder = threads.submit(() -> lockSeat(event, "1", locked, letGo));
-            CompletableFuture<Purchases.Reservation> buyer;
-            try {
-                assertThat(locked.await(5, TimeUnit.SECONDS)).isTrue();
-                buyer = CompletableFuture.supplyAsync(
-                        () -> purchases().reserve(quantity(event, 1), Deadline.after(Duration.ofSeconds(5), System.nanoTime())), threads);
-                // The buyer found no unlocked seat and now waits on the held one, as a claim that must know does.
-                assertThat(waitingForALock(Duration.ofSeconds(5))).as("the buyer waits on the row lock").isTrue();
-            } finally {
-                letGo.countDown();
-            }
-            assertThat(holder.get(5, TimeUnit.SECONDS)).isTrue();
-            Purchases.Reservation reservation = buyer.get(5, TimeUnit.SECONDS);
 
-            assertThat(reservation).isInstanceOf(Purchases.Reservation.Held.class);
-            assertThat(((Purchases.Reservation.Held) reservation).hold().seats()).containsExactly("1");
-            release(reservation);
-        }
-        Invariants.nothingHeld(app, event);
-        Invariants.hold(app, event);
-        Invariants.resourcesCameBack(app);
+        // The buyer finds no unlocked seat and waits on the held one, as a claim that must know does.
+        Purchases.Reservation reservation = reserveBehindLock(event, quantity(event, 1), () -> { });
+
+        heldThenReleased(reservation, event, "1");
     }
 
     @Test
     void aBuyerOfTwoShortOfUnlockedSeatsLetsItsLockGoBeforeItWaitsInSeatOrder() throws Exception {
         String event = app.newEvent(2);
+
+        Purchases.Reservation reservation = reserveBehindLock(event, quantity(event, 2), () -> {
+            // Seat 2, which the buyer's first read locked, is free to lock now: it holds no row out of seat order while it waits.
+            List<String> second = db().inTransaction(c -> Sql.list(c, "SELECT label FROM seats WHERE event_id = ? AND label = '2' "
+                                                                      + "FOR UPDATE NOWAIT", rs -> rs.getString(1), event));
+            assertThat(second).containsExactly("2");
+        });
+
+        heldThenReleased(reservation, event, "1", "2");
+    }
+
+    /** {@code reservation} holds exactly {@code seats}; released, nothing of the event is held and every resource is back. */
+    private static void heldThenReleased(Purchases.Reservation reservation, String event, String... seats) {
+        assertThat(reservation).isInstanceOf(Purchases.Reservation.Held.class);
+        assertThat(((Purchases.Reservation.Held) reservation).hold().seats()).containsExactly(seats);
+        release(reservation);
+        Invariants.nothingHeld(app, event);
+        Invariants.hold(app, event);
+        Invariants.resourcesCameBack(app);
+    }
+
+    /**
+     * Reserves {@code order} while another transaction holds seat 1's row lock: once the buyer waits on
+     * that row, {@code whileWaiting} runs, then the lock is let go, the seat unchanged; what the buyer got.
+     */
+    private static Purchases.Reservation reserveBehindLock(String event, Order order, Runnable whileWaiting) throws Exception {
         CountDownLatch locked = new CountDownLatch(1);
         CountDownLatch letGo = new CountDownLatch(1);
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
@@ -124,25 +131,15 @@ class LockedSeatsTest {
             try {
                 assertThat(locked.await(5, TimeUnit.SECONDS)).isTrue();
                 buyer = CompletableFuture.supplyAsync(
-                        () -> purchases().reserve(quantity(event, 2), Deadline.after(Duration.ofSeconds(5), System.nanoTime())), threads);
+                        () -> purchases().reserve(order, Deadline.after(Duration.ofSeconds(5), System.nanoTime())), threads);
                 assertThat(waitingForALock(Duration.ofSeconds(5))).as("the buyer waits on seat 1's row").isTrue();
-                // Seat 2, which the buyer's first read locked, is free to lock now: it holds no row out of seat order while it waits.
-                List<String> second = db().inTransaction(c -> Sql.list(c, "SELECT label FROM seats WHERE event_id = ? AND label = '2' "
-                                                                          + "FOR UPDATE NOWAIT", rs -> rs.getString(1), event));
-                assertThat(second).containsExactly("2");
+                whileWaiting.run();
             } finally {
                 letGo.countDown();
             }
             assertThat(holder.get(5, TimeUnit.SECONDS)).isTrue();
-            Purchases.Reservation reservation = buyer.get(5, TimeUnit.SECONDS);
-
-            assertThat(reservation).isInstanceOf(Purchases.Reservation.Held.class);
-            assertThat(((Purchases.Reservation.Held) reservation).hold().seats()).containsExactly("1", "2");
-            release(reservation);
+            return buyer.get(5, TimeUnit.SECONDS);
         }
-        Invariants.nothingHeld(app, event);
-        Invariants.hold(app, event);
-        Invariants.resourcesCameBack(app);
     }
 
     /** Locks the seat's row in a transaction of its own until {@code letGo}, then ends it having changed nothing. */
