@@ -141,7 +141,7 @@ public final class ApiKeys {
     }
 
     private boolean insert(String name, Role role, OptionalInt maxInFlight, String key) {
-        return db.read(c -> {
+        return db.write(c -> {
             try {
                 Sql.update(c, "INSERT INTO api_keys (name, key_id, key_hash, role, max_in_flight, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                            name, key.substring(3, 19), HEX.formatHex(hash(key)), role.column(),

@@ -31,9 +31,11 @@ public final class Database implements AutoCloseable {
     private final Dialect dialect;
     private final long connectionTimeoutMillis;
     private final long lockTimeoutMillis;
+    private final boolean gated;
 
-    private Database(HikariDataSource pool, int finishedAtOpen, DbConfig config) {
+    private Database(HikariDataSource pool, int finishedAtOpen, DbConfig config, boolean gated) {
         this.pool = pool;
+        this.gated = gated;
         this.finishedAtOpen = finishedAtOpen;
         this.dialect = Dialect.of(config.url());
         this.connectionTimeoutMillis = config.connectionTimeout().toMillis();
@@ -43,7 +45,12 @@ public final class Database implements AutoCloseable {
     public static Database open(DbConfig config) {
         HikariConfig hikari = new HikariConfig();
         hikari.setPoolName("lastseat");
-        hikari.setJdbcUrl(durable(config.url()));
+        String url = durable(config.url());
+        if (H2CommitGate.needed(url)) {
+            hikari.setDataSource(new H2CommitGate(url, config.user(), config.password()));
+        } else {
+            hikari.setJdbcUrl(url);
+        }
         hikari.setUsername(config.user());
         hikari.setPassword(config.password());
         hikari.setMaximumPoolSize(config.poolSize());
@@ -56,8 +63,8 @@ public final class Database implements AutoCloseable {
         // The repair runs before the pool opens its connections: nobody else may be inside a commit then.
         // Its connection stays open until the pool holds one (Hikari opens one as it is built): H2 closes
         // a database, compacting its file, with its last connection, and the pool would open it again.
-        try (Connection repair = hikari.getJdbcUrl().startsWith("jdbc:h2:")
-                ? java.sql.DriverManager.getConnection(hikari.getJdbcUrl(), config.user(), config.password()) : null) {
+        try (Connection repair = url.startsWith("jdbc:h2:")
+                ? java.sql.DriverManager.getConnection(url, config.user(), config.password()) : null) {
             finished = repair == null ? 0 : H2Leftovers.finish(repair);
             pool = new HikariDataSource(hikari);
         } catch (SQLException e) {
@@ -71,7 +78,11 @@ public final class Database implements AutoCloseable {
             pool.close();
             throw e;
         }
-        return new Database(pool, finished, config);
+        boolean gated = hikari.getDataSource() instanceof H2CommitGate;
+        if (hikari.getDataSource() instanceof H2CommitGate gate) {
+            gate.refuseWritesInAutoCommit();
+        }
+        return new Database(pool, finished, config, gated);
     }
 
     /** How many commits a stopped process left half applied this open finished (H2 only; see {@link H2Leftovers}). */
@@ -193,28 +204,36 @@ public final class Database implements AutoCloseable {
     public <T> T inTransaction(Deadline deadline, SqlWork<T> work) {
         try (Connection connection = connection(deadline)) {
             connection.setAutoCommit(false);
-            boolean committed = false;
             // On H2 the bound is the session's, so it is put back after the transaction; PostgreSQL's
             // SET LOCAL ends with the transaction by itself.
             boolean boundLocks = deadline != null && boundLocks(connection, deadline);
             try {
-                T result = work.run(connection);
-                connection.commit();
-                committed = true;
-                return result;
+                return commitOrRollBack(connection, work);
             } finally {
-                // With a transaction still open, turning auto-commit on would commit it: only after an
-                // ended transaction. A connection whose rollback failed goes back as it is; HikariCP
-                // rolls it back (or evicts it) when it is returned.
-                if (committed || rollBackQuietly(connection)) {
-                    restoreAutoCommitQuietly(connection);
-                }
                 if (boundLocks && dialect == Dialect.H2) {
                     restoreLockTimeout(connection);
                 }
             }
         } catch (SQLException e) {
             throw failure(e);
+        }
+    }
+
+    /** Runs {@code work} in the transaction open on {@code connection}, ends it, and turns auto-commit back on. */
+    private static <T> T commitOrRollBack(Connection connection, SqlWork<T> work) throws SQLException {
+        boolean committed = false;
+        try {
+            T result = work.run(connection);
+            connection.commit();
+            committed = true;
+            return result;
+        } finally {
+            // With a transaction still open, turning auto-commit on would commit it: only after an
+            // ended transaction. A connection whose rollback failed goes back as it is; HikariCP
+            // rolls it back (or evicts it) when it is returned.
+            if (committed || rollBackQuietly(connection)) {
+                restoreAutoCommitQuietly(connection);
+            }
         }
     }
 
@@ -328,7 +347,11 @@ public final class Database implements AutoCloseable {
         }
     }
 
-    /** Runs {@code work} on one connection in auto-commit mode (reads, single statements). */
+    /**
+     * Runs {@code work} on one connection in auto-commit mode: reads. Writes go through {@link #write}
+     * or {@link #inTransaction}: on an H2 file one in auto-commit would commit where {@link H2CommitGate}
+     * cannot hold it, and is refused there.
+     */
     public <T> T read(SqlWork<T> work) {
         return read(null, work);
     }
@@ -341,6 +364,29 @@ public final class Database implements AutoCloseable {
     public <T> T read(Deadline deadline, SqlWork<T> work) {
         try (Connection connection = connection(deadline)) {
             return work.run(connection);
+        } catch (SQLException e) {
+            throw failure(e);
+        }
+    }
+
+    /**
+     * Runs {@code work} whose statements each stand alone, as in auto-commit mode: a statement that
+     * fails undoes only itself, and the next one runs (a unique key taken, then a read of who took it).
+     * On an H2 file the work is one transaction, committed through {@link H2CommitGate} at its end (H2
+     * goes on with a transaction past a failed statement the same way); elsewhere auto-commit.
+     */
+    public <T> T write(SqlWork<T> work) {
+        return write(null, work);
+    }
+
+    /** {@link #write(SqlWork)} for a request due by {@code deadline}: the wait for a connection as for {@link #read(Deadline, SqlWork)}. */
+    public <T> T write(Deadline deadline, SqlWork<T> work) {
+        try (Connection connection = connection(deadline)) {
+            if (!gated) {
+                return work.run(connection);
+            }
+            connection.setAutoCommit(false);
+            return commitOrRollBack(connection, work);
         } catch (SQLException e) {
             throw failure(e);
         }

@@ -130,7 +130,7 @@ public final class IdempotencyKeys {
      */
     public Claim claim(String client, String key, String fingerprint, Deadline deadline) {
         String token = UUID.randomUUID().toString();
-        return db.read(deadline, c -> {
+        return db.write(deadline, c -> {
             try (PreparedStatement insert = c.prepareStatement(
                     "INSERT INTO idempotency_keys (client_name, idem_key, request_hash, state, created_at, claim_token) "
                     + "VALUES (?, ?, ?, 'IN_FLIGHT', ?, ?)")) {
@@ -158,7 +158,7 @@ public final class IdempotencyKeys {
      */
     public boolean answerUnused(String client, String key, String fingerprint, Reply reply, Deadline deadline) {
         OffsetDateTime now = clock.instant().atOffset(ZoneOffset.UTC);
-        return db.read(deadline, c -> {
+        return db.write(deadline, c -> {
             try {
                 Sql.update(c, "INSERT INTO idempotency_keys (client_name, idem_key, request_hash, state, status, content_type, location, "
                               + "body, created_at, completed_at) VALUES (?, ?, ?, 'DONE', ?, ?, ?, ?, ?, ?)",
@@ -180,9 +180,9 @@ public final class IdempotencyKeys {
      */
     public Optional<String> takeOver(String client, String key, OffsetDateTime claimedAt) {
         String token = UUID.randomUUID().toString();
-        int rows = db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ?, claim_token = ? "
-                                              + "WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' AND created_at = ?",
-                                           clock.instant().atOffset(ZoneOffset.UTC), token, client, key, claimedAt));
+        int rows = db.write(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ?, claim_token = ? "
+                                               + "WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' AND created_at = ?",
+                                            clock.instant().atOffset(ZoneOffset.UTC), token, client, key, claimedAt));
         return rows == 1 ? Optional.of(token) : Optional.empty();
     }
 
@@ -200,12 +200,12 @@ public final class IdempotencyKeys {
 
     /** Stores the answer, if the claim is still {@code token}'s: from now on the key replays it. */
     public Ending complete(String client, String key, String token, Reply reply) {
-        int rows = db.read(c -> Sql.update(c, "UPDATE idempotency_keys SET state = 'DONE', status = ?, content_type = ?, "
-                                              + "location = ?, body = ?, completed_at = ? "
-                                              + "WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ?",
-                                           reply.status(), reply.contentType(), reply.location(),
-                                           new String(reply.body(), StandardCharsets.UTF_8),
-                                           clock.instant().atOffset(ZoneOffset.UTC), client, key, token));
+        int rows = db.write(c -> Sql.update(c, "UPDATE idempotency_keys SET state = 'DONE', status = ?, content_type = ?, "
+                                               + "location = ?, body = ?, completed_at = ? "
+                                               + "WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' AND claim_token = ?",
+                                            reply.status(), reply.contentType(), reply.location(),
+                                            new String(reply.body(), StandardCharsets.UTF_8),
+                                            clock.instant().atOffset(ZoneOffset.UTC), client, key, token));
         return rows == 1 ? Ending.STORED : Ending.LOST;
     }
 
@@ -215,7 +215,7 @@ public final class IdempotencyKeys {
      * statement decides both, so nothing can slip in between.
      */
     public Ending forget(String client, String key, String token) {
-        return db.read(c -> {
+        return db.write(c -> {
             int rows = Sql.update(c, "DELETE FROM idempotency_keys WHERE client_name = ? AND idem_key = ? AND state = 'IN_FLIGHT' "
                                      + "AND claim_token = ? AND NOT EXISTS (SELECT 1 FROM purchases WHERE client_name = ? "
                                      + "AND idempotency_key = ? AND state IN " + HOLDING + ")",

@@ -138,10 +138,10 @@ public final class OutboxWorker implements AutoCloseable {
      */
     public Retry retry(String id) {
         Instant now = clock.instant();
-        int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET state = 'PENDING', attempts = 0, next_attempt_at = ?, "
-                                              + "retried_at = ?, last_error = 'retried by an operator after: ' || "
-                                              + "COALESCE(last_error, '') WHERE id = ? AND state = 'DEAD'",
-                                           now, now, id));
+        int rows = db.write(c -> Sql.update(c, "UPDATE outbox SET state = 'PENDING', attempts = 0, next_attempt_at = ?, "
+                                               + "retried_at = ?, last_error = 'retried by an operator after: ' || "
+                                               + "COALESCE(last_error, '') WHERE id = ? AND state = 'DEAD'",
+                                            now, now, id));
         Optional<OutboxQuery.Row> row = OutboxQuery.byId(db, id);
         if (rows == 1) {
             LOG.info("outbox " + row.map(OutboxQuery.Row::idempotencyKey).orElse(id) + " was retried by an operator");
@@ -209,16 +209,16 @@ public final class OutboxWorker implements AutoCloseable {
     private boolean claim(Due row) {
         Instant now = clock.instant();
         Instant leaseEnds = now.plus(config.callTimeout()).plus(LEASE_MARGIN);
-        int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, attempts = attempts + 1 "
-                                              + "WHERE id = ? AND state = 'PENDING' AND attempts = ? AND next_attempt_at <= ?",
-                                           leaseEnds, row.id(), row.attempts(), now));
+        int rows = db.write(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, attempts = attempts + 1 "
+                                               + "WHERE id = ? AND state = 'PENDING' AND attempts = ? AND next_attempt_at <= ?",
+                                            leaseEnds, row.id(), row.attempts(), now));
         return rows == 1;
     }
 
     private void markSent(Due row) {
         // Not guarded by attempts: the receiver has it, whichever claim made the call.
-        int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET state = 'SENT', sent_at = ?, last_error = NULL "
-                                              + "WHERE id = ? AND state = 'PENDING'", clock.instant(), row.id()));
+        int rows = db.write(c -> Sql.update(c, "UPDATE outbox SET state = 'SENT', sent_at = ?, last_error = NULL "
+                                               + "WHERE id = ? AND state = 'PENDING'", clock.instant(), row.id()));
         if (rows == 0) {
             // Another claim, after this one's lease ran out, already ended the row (SENT, or DEAD on a refusal).
             LOG.info("outbox " + row.dedupeKey() + " was accepted by its receiver, but the row had already left PENDING");
@@ -236,18 +236,18 @@ public final class OutboxWorker implements AutoCloseable {
         } else {
             Instant next = now.plus(retryDelay(attempt, config.backoff(), config.maxBackoff(), ThreadLocalRandom.current()));
             // Guarded by the claim's attempts: a pass whose lease ran out must not move a newer claim's lease.
-            db.read(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, last_error = ? "
-                                       + "WHERE id = ? AND state = 'PENDING' AND attempts = ?",
-                                    next, truncated(error), row.id(), attempt));
+            db.write(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, last_error = ? "
+                                        + "WHERE id = ? AND state = 'PENDING' AND attempts = ?",
+                                     next, truncated(error), row.id(), attempt));
             LOG.log(Level.FINE, () -> "outbox " + row.dedupeKey() + " attempt " + attempt + " failed (" + error
                                       + "); next at " + next);
         }
     }
 
     private void dead(Due row, int attempts, String reason) {
-        int rows = db.read(c -> Sql.update(c, "UPDATE outbox SET state = 'DEAD', last_error = ? "
-                                              + "WHERE id = ? AND state = 'PENDING' AND attempts = ?",
-                                           truncated(reason), row.id(), attempts));
+        int rows = db.write(c -> Sql.update(c, "UPDATE outbox SET state = 'DEAD', last_error = ? "
+                                               + "WHERE id = ? AND state = 'PENDING' AND attempts = ?",
+                                            truncated(reason), row.id(), attempts));
         if (rows == 1) {
             LOG.warning("outbox " + row.kind() + " " + row.dedupeKey() + " is DEAD and will not be sent: " + reason);
         }

@@ -56,8 +56,12 @@ class SharedKeyReadTest {
             Future<Integer> revoker = holders.submit(() -> app.services().db().read(c -> {
                 taken.countDown();
                 Waits.quietly(revokeNow);
-                // On a connection of the pool's own, so that the requests' reads still wait for one.
+                // On a connection of the pool's own, so that the requests' reads still wait for one; committed
+                // before the connection is let go.
+                c.setAutoCommit(false);
                 int rows = lastseat.db.Sql.update(c, "UPDATE api_keys SET revoked_at = CURRENT_TIMESTAMP WHERE name = ?", name);
+                c.commit();
+                c.setAutoCommit(true);
                 revoked.countDown();
                 Waits.quietly(letGo);
                 return rows;

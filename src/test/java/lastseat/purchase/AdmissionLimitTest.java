@@ -129,7 +129,7 @@ class AdmissionLimitTest {
         Hold hold = ((Purchases.Reservation.Held) purchases.reserve(
                 new Order(event, List.of("A2"), 1, "ada", "ada@example.com", "tok_ok", "demo-shop", key))).hold();
         assertThat(purchases.startPayment(hold, new Quote(new BigDecimal("4.00"), "EUR"))).isInstanceOf(Purchases.Moved.Done.class);
-        app.services().db().read(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ? WHERE idem_key = ?",
+        app.services().db().inTransaction(c -> Sql.update(c, "UPDATE idempotency_keys SET created_at = ? WHERE idem_key = ?",
                                                  OffsetDateTime.now().minusHours(1), key));
         Answer retry;
         try (ExecutorService buyers = Executors.newVirtualThreadPerTaskExecutor()) {

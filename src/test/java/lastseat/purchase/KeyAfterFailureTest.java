@@ -112,7 +112,7 @@ class KeyAfterFailureTest {
 
     /** The sweeper's crash recovery, as if purchase.abandoned-after had passed (a test clock in the row). */
     private void recover(String id) {
-        app.services().db().read(c -> Sql.update(c, "UPDATE purchases SET updated_at = ? WHERE id = ?",
+        app.services().db().inTransaction(c -> Sql.update(c, "UPDATE purchases SET updated_at = ? WHERE id = ?",
                                                  OffsetDateTime.now().minusMinutes(1), id));
         assertThat(app.services().purchaseWorkers().sweepNow()).isEqualTo(1);
     }

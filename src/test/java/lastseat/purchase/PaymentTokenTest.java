@@ -105,7 +105,7 @@ class PaymentTokenTest {
         buy(event, "ada", "tok_ok");
         String id = onlyPurchase(event);
         // Something outside the state machine took the seats: the capture can only be refunded.
-        app.database.read(c -> Sql.update(c, "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ?", id));
+        app.database.inTransaction(c -> Sql.update(c, "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ?", id));
 
         app.clock.advance(app.config.reconcile().settleTime());
         app.workers.reconcileNow();

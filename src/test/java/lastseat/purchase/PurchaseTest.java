@@ -285,7 +285,7 @@ class PurchaseTest {
                 }
                 Thread.onSpinWait();
             }
-            app.services().db().read(c -> lastseat.db.Sql.update(c,
+            app.services().db().inTransaction(c -> lastseat.db.Sql.update(c,
                     "UPDATE purchases SET state = 'PAYMENT_UNKNOWN' WHERE event_id = ? AND state = 'PAYING'", event));
         });
 
@@ -310,7 +310,7 @@ class PurchaseTest {
      */
     private void settleNow(String id) {
         app.resetStubs();
-        app.services().db().read(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ? "
+        app.services().db().inTransaction(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ? "
                                                                + "AND state = 'PAYMENT_UNKNOWN'",
                                                                java.time.OffsetDateTime.now().minusSeconds(1), id));
         try {

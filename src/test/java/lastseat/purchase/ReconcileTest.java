@@ -201,7 +201,7 @@ class ReconcileTest {
             app.services().purchaseWorkers().reconcileNow();
             assertThat(app.db().purchaseState(id)).as("younger than give-up-after: still unknown").isEqualTo("PAYMENT_UNKNOWN");
             // Its payment went unknown longer ago than give-up-after (a test clock in the row, not a sleep).
-            app.services().db().read(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET unknown_since = ? WHERE id = ?",
+            app.services().db().inTransaction(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET unknown_since = ? WHERE id = ?",
                     OffsetDateTime.now().minus(GIVE_UP_AFTER).minusSeconds(1), id));
             makeDue(id);
             app.services().purchaseWorkers().reconcileNow();
@@ -273,7 +273,7 @@ class ReconcileTest {
     void aCaptureWhoseSeatsAreNoLongerHeldIsRefundedOnceWithItsOwnKey() throws Exception {
         String id = unknownPayment(UUID.randomUUID().toString(), true);
         // Something outside the state machine took the seats (an operator's hand, a bug): the money must go back.
-        app.services().db().read(c -> lastseat.db.Sql.update(c,
+        app.services().db().inTransaction(c -> lastseat.db.Sql.update(c,
                 "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ?", id));
 
         int settled = app.services().purchaseWorkers().reconcileNow();
@@ -299,7 +299,7 @@ class ReconcileTest {
 
     /** Its next question is due now (instead of waiting out a backoff). */
     private static void makeDue(String id) {
-        app.services().db().read(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ?",
+        app.services().db().inTransaction(c -> lastseat.db.Sql.update(c, "UPDATE purchases SET next_check_at = ? WHERE id = ?",
                                                                OffsetDateTime.now().minusSeconds(1), id));
     }
 

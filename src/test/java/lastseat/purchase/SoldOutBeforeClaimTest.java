@@ -83,7 +83,7 @@ class SoldOutBeforeClaimTest {
         String event = app.newEvent(1);
         String heldId = holdOnlySeatAndBeRefused(event);
 
-        app.services().db().read(c -> Sql.update(c, "UPDATE purchases SET hold_expires_at = ? WHERE id = ?",
+        app.services().db().inTransaction(c -> Sql.update(c, "UPDATE purchases SET hold_expires_at = ? WHERE id = ?",
                                                  OffsetDateTime.now().minusMinutes(1), heldId));
         Answer bought = app.client().purchaseQuantity(UUID.randomUUID().toString(), event, 1, "ada");
 

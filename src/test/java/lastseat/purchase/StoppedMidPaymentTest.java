@@ -58,7 +58,7 @@ class StoppedMidPaymentTest {
         assertThat(app.db().strings("SELECT state FROM idempotency_keys WHERE idem_key = ?", key))
                 .as("the key stays taken: a retry must not start a second purchase").containsExactly("IN_FLIGHT");
 
-        app.services().db().read(c -> Sql.update(c, "UPDATE purchases SET updated_at = ? WHERE id = ?",
+        app.services().db().inTransaction(c -> Sql.update(c, "UPDATE purchases SET updated_at = ? WHERE id = ?",
                                                  OffsetDateTime.now().minusMinutes(1), id));
         app.services().purchaseWorkers().sweepNow();
         awaitCapture(id);

@@ -237,7 +237,7 @@ class TransitionTableTest {
     void aSaleWhoseSeatsAreGoneIsRefusedAsSeatsGoneAndChangesNothing() {
         String event = app.newEvent("A1");
         String id = purchaseIn(event, PurchaseState.PAYING, false, UUID.randomUUID().toString());
-        app.database.read(c -> Sql.update(c, "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ?", id));
+        app.database.inTransaction(c -> Sql.update(c, "UPDATE seats SET state = 'AVAILABLE', purchase_id = NULL WHERE purchase_id = ?", id));
         Snapshot before = Snapshot.of(id);
 
         Purchases.Moved moved = attempt(Transition.CONFIRM, PurchaseState.PAYING, id);
