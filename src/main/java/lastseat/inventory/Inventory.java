@@ -344,8 +344,10 @@ public final class Inventory {
             return Optional.of(List.copyOf(claimed));
         }
         if (before != null) {
-            // Back to before the locks: the claims that wait must not hold a row out of seat order.
+            // Back to before the locks: the claims that wait must not hold a row out of seat order. Released
+            // too, or PostgreSQL keeps a subtransaction open under the rest of the reservation.
             c.rollback(before);
+            c.releaseSavepoint(before);
         }
         return Optional.empty();
     }

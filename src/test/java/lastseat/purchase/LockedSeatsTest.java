@@ -43,9 +43,13 @@ class LockedSeatsTest {
 
     @RegisterExtension
     @org.junit.jupiter.api.Order(2)
-    static final LastseatApp app = LastseatApp.with(with(database.settings(), "db.lock-timeout", "1s"));
+    // Long, so that a buyer that waits behind a lock on a busy machine gets the seat when the holder lets go.
+    static final LastseatApp app = LastseatApp.with(with(database.settings(), "db.lock-timeout", "10s"));
 
-    private static final Duration LOCK_TIMEOUT = Duration.ofSeconds(1);
+    /** How long the unsafe claim waits before it gives up (its own transaction's bound). */
+    private static final Duration UNSAFE_WAIT = Duration.ofSeconds(1);
+    /** A buyer that waited on the locked row would wait out its 5 s deadline: well under that is no wait. */
+    private static final Duration NO_WAIT = Duration.ofMillis(2500);
 
     @Test
     void aBuyerTakesTheNextFreeSeatAtOnceWhileAnotherClaimHoldsTheFirstOnesLock() throws Exception {
@@ -59,6 +63,7 @@ class LockedSeatsTest {
 
                 // Unsafe: the first free seat as read, then its guarded claim, waits on the lock until it gives up.
                 assertThatThrownBy(() -> db().inTransaction(c -> {
+                    Sql.update(c, "SET LOCAL lock_timeout = " + UNSAFE_WAIT.toMillis());
                     String first = Sql.list(c, "SELECT label FROM seats WHERE event_id = ? AND state = 'AVAILABLE' "
                                                + "ORDER BY position FETCH FIRST 1 ROWS ONLY", rs -> rs.getString(1), event).getFirst();
                     return Sql.update(c, Inventory.SEAT_CLAIM, UUID.randomUUID().toString(), event, first);
@@ -71,7 +76,7 @@ class LockedSeatsTest {
 
                 assertThat(reservation).isInstanceOf(Purchases.Reservation.Held.class);
                 assertThat(((Purchases.Reservation.Held) reservation).hold().seats()).containsExactly("2");
-                assertThat(took).as("no wait for the locked row").isLessThan(LOCK_TIMEOUT);
+                assertThat(took).as("no wait for the locked row").isLessThan(NO_WAIT);
                 assertThat(seatStates(event)).containsExactly("AVAILABLE", "HELD", "AVAILABLE");
                 release(reservation);
             } finally {
