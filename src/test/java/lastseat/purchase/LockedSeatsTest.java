@@ -52,8 +52,8 @@ class LockedSeatsTest {
     private static final Duration NO_WAIT = Duration.ofMillis(2500);
 
     @Test
-    void aBuyerTakesTheNextFreeSeatAtOnceWhileAnotherClaimHoldsTheFirstOnesLock() throws Exception {
-        String event = app.newEvent(3);
+    void aBuyerTakesTheNextFreeSeatsAtOnceWhileAnotherClaimHoldsTheFirstOnesLock() throws Exception {
+        String event = app.newEvent(4);
         CountDownLatch locked = new CountDownLatch(1);
         CountDownLatch letGo = new CountDownLatch(1);
         try (ExecutorService threads = Executors.newVirtualThreadPerTaskExecutor()) {
@@ -77,8 +77,18 @@ class LockedSeatsTest {
                 assertThat(reservation).isInstanceOf(Purchases.Reservation.Held.class);
                 assertThat(((Purchases.Reservation.Held) reservation).hold().seats()).containsExactly("2");
                 assertThat(took).as("no wait for the locked row").isLessThan(NO_WAIT);
-                assertThat(seatStates(event)).containsExactly("AVAILABLE", "HELD", "AVAILABLE");
+                assertThat(seatStates(event)).containsExactly("AVAILABLE", "HELD", "AVAILABLE", "AVAILABLE");
                 release(reservation);
+
+                // Two seats: the next two unlocked ones, in order, at once (the savepoint released, not rolled back to).
+                start = System.nanoTime();
+                Purchases.Reservation two = purchases().reserve(quantity(event, 2), Deadline.after(Duration.ofSeconds(5), start));
+                took = Duration.ofNanos(System.nanoTime() - start);
+                assertThat(two).isInstanceOf(Purchases.Reservation.Held.class);
+                assertThat(((Purchases.Reservation.Held) two).hold().seats()).containsExactly("2", "3");
+                assertThat(took).as("no wait for the locked row").isLessThan(NO_WAIT);
+                assertThat(seatStates(event)).containsExactly("AVAILABLE", "HELD", "HELD", "AVAILABLE");
+                release(two);
             } finally {
                 letGo.countDown();
             }
