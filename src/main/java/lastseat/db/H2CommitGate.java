@@ -2,10 +2,12 @@ package lastseat.db;
 
 import org.h2.engine.SessionLocal;
 import org.h2.jdbc.JdbcConnection;
+import org.h2.mvstore.FileStore;
 import org.h2.mvstore.MVStore;
 
 import javax.sql.DataSource;
 import java.io.PrintWriter;
+import java.lang.reflect.Field;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Method;
@@ -17,15 +19,24 @@ import java.sql.SQLFeatureNotSupportedException;
 import java.util.Collections;
 import java.util.Map;
 import java.util.WeakHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.logging.Logger;
 import java.util.stream.Stream;
 
 /**
- * Connections to an embedded H2 file on which no chunk of the file is written while a transaction is
+ * Connections to an embedded H2 file on which no chunk of the file is collected while a transaction is
  * half way through its end: commits and rollbacks that changed something run under a read lock, side by
- * side; chunks are written under the write lock, by the committers themselves. A commit returns once a
- * chunk begun after it ended has been written; one chunk serves every commit that ended before it.
+ * side; a chunk's contents are collected under the write lock, by one committer at a time, and H2
+ * serializes and saves it on two threads of the gate's while commits go on ending. A commit returns once
+ * a chunk collected after it ended has been saved; one chunk serves every commit that ended before it.
  *
  * <p>Why: H2 2.5.252 writes a chunk from its maps' roots collected one map after another, while other
  * threads' commits go on turning their changes committed, map by map too. A commit caught in between
@@ -36,9 +47,12 @@ import java.util.stream.Stream;
  * and the index entry still uncommitted, and no open ever finishes that commit — a row the table has and
  * its index lacks, for every transaction but the one that reuses the dead commit's slot
  * ({@code KillCommitsTest} found it; {@code CommitGateTest} makes it happen). To write the chunks itself,
- * the gate sets H2's commit delay below zero (no chunk written inside a commit, no background writer).
+ * the gate sets H2's commit delay below zero (no chunk written inside a commit, no background writer)
+ * and gives H2 the serializing and saving threads it otherwise makes only with its background writer.
  *
- * <p>The price is measured in docs/BENCHMARKS.md: while a chunk is written, no commit can end.
+ * <p>The price is measured in docs/BENCHMARKS.md: while a chunk is collected, no commit can end. The
+ * next chunk is collected once the one before is saved, so that it holds every commit that ended
+ * meanwhile; collected at once instead, chunks of one or two commits each kept the serializer behind.
  *
  * <p>Hazard: the gate holds only what passes through these connections. A write in auto-commit mode
  * commits inside its statement, outside the gate, and stays unwritten until the next commit's chunk;
@@ -49,7 +63,26 @@ import java.util.stream.Stream;
  */
 final class H2CommitGate implements DataSource {
     // Per file, not per pool: two Databases on one file in one process share H2's store.
-    private static final Map<MVStore, ReentrantReadWriteLock> GATES = Collections.synchronizedMap(new WeakHashMap<>());
+    private static final Map<MVStore, Gate> GATES = Collections.synchronizedMap(new WeakHashMap<>());
+    /** H2's own fields for the threads that serialize and save a chunk; null when this H2 lacks them (chunks written inline). */
+    private static final Field SERIALIZER;
+    private static final Field SAVER;
+
+    static {
+        Field serializer = null;
+        Field saver = null;
+        try {
+            serializer = FileStore.class.getDeclaredField("serializationExecutor");
+            saver = FileStore.class.getDeclaredField("bufferSaveExecutor");
+            serializer.setAccessible(true);
+            saver.setAccessible(true);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            serializer = null;
+            saver = null;
+        }
+        SERIALIZER = serializer;
+        SAVER = saver;
+    }
 
     private final String url;
     private final String user;
@@ -96,18 +129,59 @@ final class H2CommitGate implements DataSource {
         if (store.getAutoCommitDelay() >= 0) {
             store.setAutoCommitDelay(-1);
         }
-        ReentrantReadWriteLock gate = GATES.computeIfAbsent(store, s -> new ReentrantReadWriteLock());
+        Gate gate = GATES.computeIfAbsent(store, Gate::of);
         return (Connection) Proxy.newProxyInstance(H2CommitGate.class.getClassLoader(), new Class<?>[] {Connection.class},
                                                    new Gated(this, h2, session, store, gate));
     }
 
     /**
-     * Passes every call to the H2 connection. One that ends a transaction with changes runs under the
-     * gate's read lock — ends run side by side — and a commit's then writes the chunk under its write
-     * lock, which waits for every end under way and holds off new ones: every commit that ended before
-     * is in the chunk whole, and the commit returns only once it is written.
+     * One file's gate. {@code ends} is read-locked by each end of a transaction and write-locked while a
+     * chunk's contents are collected; {@code writer} is held by the committer that collects the next
+     * chunk while the others wait to see whether it holds theirs. The chunk is then serialized and saved
+     * by H2 on {@code serializer} and {@code saver}, outside the lock (H2 does so from the roots it
+     * collected, which later commits do not change), and a commit waits for both to have done every chunk
+     * given to them so far. {@code collected}: the version after the last chunk this gate collected.
+     * Without the two executors (an H2 without those fields) a chunk is written whole under the lock.
      */
-    private record Gated(H2CommitGate source, Connection h2, SessionLocal session, MVStore store, ReentrantReadWriteLock gate)
+    private record Gate(ReentrantReadWriteLock ends, ReentrantLock writer, ThreadPoolExecutor serializer,
+                        ThreadPoolExecutor saver, AtomicLong collected) {
+        static Gate of(MVStore store) {
+            ThreadPoolExecutor serializer = null;
+            ThreadPoolExecutor saver = null;
+            if (SERIALIZER != null) {
+                try {
+                    // H2 makes them only with its background writer, which would write chunks outside the gate.
+                    serializer = oneThread("lastseat-h2-serialize");
+                    saver = oneThread("lastseat-h2-save");
+                    SERIALIZER.set(store.getFileStore(), serializer);
+                    SAVER.set(store.getFileStore(), saver);
+                } catch (IllegalAccessException | RuntimeException e) {
+                    serializer = null;
+                    saver = null;
+                }
+            }
+            return new Gate(new ReentrantReadWriteLock(), new ReentrantLock(), serializer, saver, new AtomicLong(Long.MIN_VALUE));
+        }
+
+        /** One daemon thread, gone when idle: H2 does not shut down executors it did not make. */
+        private static ThreadPoolExecutor oneThread(String name) {
+            ThreadPoolExecutor executor = new ThreadPoolExecutor(1, 1, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+                Thread thread = new Thread(r, name);
+                thread.setDaemon(true);
+                return thread;
+            });
+            executor.allowCoreThreadTimeOut(true);
+            return executor;
+        }
+    }
+
+    /**
+     * Passes every call to the H2 connection. One that ends a transaction with changes runs under the
+     * gate's read lock — ends run side by side — and a commit's then has a chunk collected under the
+     * write lock, which waits for every end under way and holds off new ones: every commit that ended
+     * before is in the chunk whole, and the commit returns only once the chunk is written.
+     */
+    private record Gated(H2CommitGate source, Connection h2, SessionLocal session, MVStore store, Gate gate)
             implements InvocationHandler {
         @Override
         public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
@@ -138,42 +212,113 @@ final class H2CommitGate implements DataSource {
         private Object endThenWrite(Method method, Object[] args) throws Throwable {
             Object result;
             long ended;
-            gate.readLock().lock();
+            gate.ends().readLock().lock();
             try {
                 result = call(method, args);
-                // No chunk is begun under the read lock: this version is the first to hold the commit.
+                // No chunk is collected under the read lock: this version is the first to hold the commit.
                 ended = store.getCurrentVersion();
             } finally {
-                gate.readLock().unlock();
+                gate.ends().readLock().unlock();
             }
             // Not interruptible, like the commit itself: a commit abandoned here would be lost, not undone.
-            // A chunk begun since is written once the read lock is had again, and holds this commit:
-            // many commits, one chunk.
-            gate.readLock().lock();
-            try {
-                if (store.getCurrentVersion() > ended) {
-                    return result;
+            while (!collectedSince(ended)) {
+                if (gate.writer().tryLock()) {
+                    try {
+                        // The chunks on their way are written first, while commits go on ending: the next
+                        // chunk then holds all of them (many commits, one chunk).
+                        written();
+                        collect(ended);
+                    } finally {
+                        gate.writer().unlock();
+                    }
+                    break;
                 }
-            } finally {
-                gate.readLock().unlock();
+                // Another committer is collecting a chunk: wait for it, then see whether it holds this commit.
+                gate.writer().lock();
+                gate.writer().unlock();
             }
-            gate.writeLock().lock();
-            try {
-                if (store.getCurrentVersion() == ended) {
-                    store.commit();
-                }
-            } finally {
-                gate.writeLock().unlock();
-            }
+            written();
             return result;
         }
 
+        /** Whether a chunk collected after {@code version} is on its way: had again, the read lock waits for one being collected. */
+        private boolean collectedSince(long version) {
+            gate.ends().readLock().lock();
+            try {
+                return gate.collected().get() > version;
+            } finally {
+                gate.ends().readLock().unlock();
+            }
+        }
+
+        /** Collects a chunk of all that ended before, unless one was collected since {@code ended}; H2 writes it. */
+        private void collect(long ended) {
+            // H2 waits for its serializer with the interrupt ignored, and stops waiting: kept aside until the chunk is out.
+            boolean interrupted = Thread.interrupted();
+            gate.ends().writeLock().lock();
+            try {
+                if (gate.collected().get() <= ended) {
+                    long before = store.getCurrentVersion();
+                    if (gate.serializer() != null) {
+                        store.tryCommit();   // collected here, serialized and saved on H2's threads
+                    }
+                    if (store.getCurrentVersion() == before) {
+                        store.commit();      // written here (no executors, or H2's store lock was busy)
+                    }
+                    gate.collected().set(store.getCurrentVersion());
+                }
+            } finally {
+                gate.ends().writeLock().unlock();
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        /** Waits until every chunk handed to H2's threads so far is saved; a chunk H2 failed to write fails the commit. */
+        private void written() throws SQLException {
+            if (gate.serializer() != null) {
+                // Each is one thread, in order; the serializer hands a chunk to the saver before it ends.
+                drain(gate.serializer());
+                drain(gate.saver());
+            }
+            if (store.getPanicException() != null) {
+                throw new SQLException("H2 could not write the commit to its file", store.getPanicException());
+            }
+        }
+
+        private static void drain(ThreadPoolExecutor executor) throws SQLException {
+            Future<?> done;
+            try {
+                done = executor.submit(() -> { });
+            } catch (RejectedExecutionException e) {
+                return;   // shut down: H2 writes inline from then on
+            }
+            boolean interrupted = false;
+            try {
+                while (true) {
+                    try {
+                        done.get();
+                        return;
+                    } catch (InterruptedException e) {
+                        interrupted = true;   // kept for the caller; the commit is not abandoned
+                    } catch (ExecutionException e) {
+                        throw new SQLException(e.getCause());
+                    }
+                }
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
         private Object end(Method method, Object[] args) throws Throwable {
-            gate.readLock().lock();
+            gate.ends().readLock().lock();
             try {
                 return call(method, args);
             } finally {
-                gate.readLock().unlock();
+                gate.ends().readLock().unlock();
             }
         }
 
