@@ -258,12 +258,12 @@ final class H2CommitGate implements DataSource {
             gate.ends().writeLock().lock();
             try {
                 if (gate.collected().get() <= ended) {
-                    long before = store.getCurrentVersion();
-                    if (gate.serializer() != null) {
-                        store.tryCommit();   // collected here, serialized and saved on H2's threads
-                    }
-                    if (store.getCurrentVersion() == before) {
-                        store.commit();      // written here (no executors, or H2's store lock was busy)
+                    // Collected here, serialized and saved on H2's threads; below zero when this call stored nothing.
+                    long stored = gate.serializer() != null ? store.tryCommit() : -1;
+                    if (stored < 0) {
+                        // Written here: no executors, nothing unsaved, or H2's store lock busy with a store of its
+                        // own, which this waits for, so that its chunk is handed over before the wait for it.
+                        store.commit();
                     }
                     gate.collected().set(store.getCurrentVersion());
                 }
