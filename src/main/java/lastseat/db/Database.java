@@ -33,9 +33,9 @@ public final class Database implements AutoCloseable {
     private final long lockTimeoutMillis;
     private final boolean gated;
 
-    private Database(HikariDataSource pool, int finishedAtOpen, DbConfig config, boolean gated) {
+    private Database(HikariDataSource pool, int finishedAtOpen, DbConfig config) {
         this.pool = pool;
-        this.gated = gated;
+        this.gated = pool.getDataSource() instanceof H2CommitGate;
         this.finishedAtOpen = finishedAtOpen;
         this.dialect = Dialect.of(config.url());
         this.connectionTimeoutMillis = config.connectionTimeout().toMillis();
@@ -78,11 +78,10 @@ public final class Database implements AutoCloseable {
             pool.close();
             throw e;
         }
-        boolean gated = hikari.getDataSource() instanceof H2CommitGate;
         if (hikari.getDataSource() instanceof H2CommitGate gate) {
             gate.refuseWritesInAutoCommit();
         }
-        return new Database(pool, finished, config, gated);
+        return new Database(pool, finished, config);
     }
 
     /** How many commits a stopped process left half applied this open finished (H2 only; see {@link H2Leftovers}). */

@@ -29,7 +29,6 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.logging.Logger;
-import java.util.stream.Stream;
 
 /**
  * Connections to an embedded H2 file on which no chunk of the file is collected while a transaction is
@@ -67,6 +66,7 @@ final class H2CommitGate implements DataSource {
     /** H2's own fields for the threads that serialize and save a chunk; null when this H2 lacks them (chunks written inline). */
     private static final Field SERIALIZER;
     private static final Field SAVER;
+    private static final String[] WRITES = {"INSERT", "UPDATE", "DELETE", "MERGE"};
 
     static {
         Field serializer = null;
@@ -203,10 +203,15 @@ final class H2CommitGate implements DataSource {
             };
         }
 
+        /** Checked on every statement prepared in auto-commit (every read): no allocation beyond the strip. */
         private static boolean isWrite(String sql) {
             String start = sql.stripLeading();
-            return Stream.of("INSERT", "UPDATE", "DELETE", "MERGE")
-                    .anyMatch(word -> start.regionMatches(true, 0, word, 0, word.length()));
+            for (String word : WRITES) {
+                if (start.regionMatches(true, 0, word, 0, word.length())) {
+                    return true;
+                }
+            }
+            return false;
         }
 
         private Object endThenWrite(Method method, Object[] args) throws Throwable {
