@@ -66,6 +66,9 @@ public final class Database implements AutoCloseable {
         try (Connection repair = url.startsWith("jdbc:h2:")
                 ? java.sql.DriverManager.getConnection(url, config.user(), config.password()) : null) {
             finished = repair == null ? 0 : H2Leftovers.finish(repair);
+            if (H2CommitGate.needed(url)) {
+                H2CommitGate.collectUndoLogsLast(repair);
+            }
             pool = new HikariDataSource(hikari);
         } catch (SQLException e) {
             throw new DatabaseException(e);

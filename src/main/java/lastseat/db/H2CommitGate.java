@@ -3,6 +3,7 @@ package lastseat.db;
 import org.h2.engine.SessionLocal;
 import org.h2.jdbc.JdbcConnection;
 import org.h2.mvstore.FileStore;
+import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
 
 import javax.sql.DataSource;
@@ -16,9 +17,15 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
+import java.util.AbstractCollection;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
+import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -59,6 +66,8 @@ import java.util.logging.Logger;
  * {@link Database#inTransaction} are the ways to write). A statement that fails part way is undone inside
  * H2, outside the gate too: torn, it leaves an entry that reads as its old value to all but a transaction
  * reusing its slot. The gate never waits for a row lock while held: neither a commit nor a rollback does.
+ * Statements do not pass the gate: a chunk may take one half way, which is safe only because every undo
+ * log is collected after the maps its statement changes ({@link #collectUndoLogsLast}).
  */
 final class H2CommitGate implements DataSource {
     // Per file, not per pool: two Databases on one file in one process share H2's store.
@@ -84,6 +93,25 @@ final class H2CommitGate implements DataSource {
         SAVER = saver;
     }
 
+    /** H2's registry of a store's open maps, whose order is the order a chunk's contents are collected in; null when this H2 lacks it. */
+    private static final Field MAPS;
+
+    static {
+        Field maps = null;
+        try {
+            maps = MVStore.class.getDeclaredField("maps");
+            maps.setAccessible(true);
+            // Undo logs are told apart by the type of their values: without it, nothing could be ordered.
+            Class.forName(UndoLogsLast.UNDO_LOG_VALUES, false, MVStore.class.getClassLoader());
+            if (maps.getType() != ConcurrentHashMap.class) {
+                maps = null;
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            maps = null;
+        }
+        MAPS = maps;
+    }
+
     private final String url;
     private final String user;
     private final String password;
@@ -93,6 +121,90 @@ final class H2CommitGate implements DataSource {
         this.url = url;
         this.user = user;
         this.password = password;
+    }
+
+    /**
+     * Makes {@code store} collect every undo log after every other map, from now on: called on the first
+     * connection to a newly opened file, while nothing else uses it. A statement logs each change in its
+     * transaction's undo log before it makes it; collected after the tables and indexes, the undo log in
+     * a chunk then holds every change of an unfinished statement that the chunk holds, and the open after a
+     * kill can undo all of it. Collected before them — H2 collects maps in the order of their ids modulo its
+     * registry's size, and a new file's first undo logs are older than its tables, as are any after enough
+     * restarts — a chunk could hold a statement's change to an index without its undo record: an entry
+     * that stays uncommitted for good. The gate keeps transactions' ends whole; this keeps statements whole.
+     *
+     * @throws SQLException when this H2 has no such registry: the file is not opened rather than opened unsafe
+     */
+    static void collectUndoLogsLast(Connection h2) throws SQLException {
+        if (!(h2.unwrap(JdbcConnection.class).getSession() instanceof SessionLocal session)) {
+            return;
+        }
+        MVStore store = session.getDatabase().getStore().getMvStore();
+        if (MAPS == null) {
+            throw new SQLException("this H2 keeps its open maps where lastseat cannot order them (MVStore.maps): "
+                                   + "an H2 file could keep a statement half written after a kill; use H2 2.5.252");
+        }
+        try {
+            @SuppressWarnings("unchecked")
+            ConcurrentHashMap<Integer, MVMap<?, ?>> maps = (ConcurrentHashMap<Integer, MVMap<?, ?>>) MAPS.get(store);
+            if (!(maps instanceof UndoLogsLast)) {
+                MAPS.set(store, new UndoLogsLast(maps));
+            }
+        } catch (IllegalAccessException | RuntimeException e) {
+            throw new SQLException("could not order H2's open maps (MVStore.maps)", e);
+        }
+    }
+
+    /**
+     * H2's registry of a store's open maps, iterated with the undo logs after the other maps. Replaced
+     * while one thread alone uses the store; H2 collects a chunk by iterating {@link #values()}.
+     */
+    private static final class UndoLogsLast extends ConcurrentHashMap<Integer, MVMap<?, ?>> {
+        private static final String UNDO_LOG_VALUES = "org.h2.mvstore.tx.Record$Type";
+
+        UndoLogsLast(Map<Integer, MVMap<?, ?>> maps) {
+            super(maps);
+        }
+
+        @Override
+        public Collection<MVMap<?, ?>> values() {
+            return new AbstractCollection<>() {
+                @Override
+                public Iterator<MVMap<?, ?>> iterator() {
+                    List<MVMap<?, ?>> undoLogs = new ArrayList<>();
+                    List<MVMap<?, ?>> ordered = new ArrayList<>(size() + 1);
+                    for (MVMap<?, ?> map : UndoLogsLast.super.values()) {
+                        (map.getValueType().getClass().getName().equals(UNDO_LOG_VALUES) ? undoLogs : ordered).add(map);
+                    }
+                    ordered.addAll(undoLogs);
+                    Iterator<MVMap<?, ?>> each = ordered.iterator();
+                    return new Iterator<>() {
+                        private MVMap<?, ?> last;
+
+                        @Override
+                        public boolean hasNext() {
+                            return each.hasNext();
+                        }
+
+                        @Override
+                        public MVMap<?, ?> next() {
+                            last = each.next();
+                            return last;
+                        }
+
+                        @Override
+                        public void remove() {
+                            UndoLogsLast.this.remove(last.getId(), last);
+                        }
+                    };
+                }
+
+                @Override
+                public int size() {
+                    return UndoLogsLast.this.size();
+                }
+            };
+        }
     }
 
     /** Whether connections to {@code url} need the gate: an H2 file opened in this process. */

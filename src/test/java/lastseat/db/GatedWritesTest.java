@@ -73,6 +73,47 @@ class GatedWritesTest {
         assertThat(db.activeConnections()).as("every connection back in the pool").isZero();
     }
 
+    @Test
+    void h2CollectsEveryUndoLogAfterEveryOtherMap() throws Exception {
+        // Three transactions open at once: three slots, each with an undo log (on a new file, older maps
+        // than the table, which H2 alone would collect first).
+        db.inTransaction(a -> {
+            Sql.update(a, "INSERT INTO notes (id) VALUES (1)");
+            return db.inTransaction(b -> {
+                Sql.update(b, "INSERT INTO notes (id) VALUES (2)");
+                return db.inTransaction(c -> Sql.update(c, "INSERT INTO notes (id) VALUES (3)"));
+            });
+        });
+
+        List<String> collected = db.read(GatedWritesTest::collectionOrder);
+
+        int firstUndoLog = java.util.stream.IntStream.range(0, collected.size())
+                .filter(i -> collected.get(i).startsWith("undoLog")).findFirst().orElseThrow();
+        assertThat(collected.subList(firstUndoLog, collected.size())).as("the order H2 collects a chunk in: " + collected)
+                .hasSizeGreaterThanOrEqualTo(3).allSatisfy(name -> assertThat(name).startsWith("undoLog"));
+        assertThat(collected.subList(0, firstUndoLog)).as("the tables and indexes first").anySatisfy(name -> assertThat(name).startsWith("table."));
+        assertThat(ids(db)).containsExactly(1, 2, 3);
+        assertThat(db.activeConnections()).as("every connection back in the pool").isZero();
+    }
+
+    /** The names of the file's open maps, in the order H2 iterates its registry of them to collect a chunk. */
+    @SuppressWarnings("unchecked")
+    private static List<String> collectionOrder(java.sql.Connection c) throws java.sql.SQLException {
+        org.h2.mvstore.MVStore store = ((org.h2.engine.SessionLocal) c.unwrap(org.h2.jdbc.JdbcConnection.class).getSession())
+                .getDatabase().getStore().getMvStore();
+        try {
+            java.lang.reflect.Field maps = org.h2.mvstore.MVStore.class.getDeclaredField("maps");
+            maps.setAccessible(true);
+            List<String> names = new java.util.ArrayList<>();
+            for (org.h2.mvstore.MVMap<?, ?> map : ((java.util.Map<?, org.h2.mvstore.MVMap<?, ?>>) maps.get(store)).values()) {
+                names.add(store.getMapName(map.getId()));
+            }
+            return names;
+        } catch (ReflectiveOperationException e) {
+            throw new AssertionError("H2's registry of open maps (MVStore.maps) is not where it was", e);
+        }
+    }
+
     private static List<Integer> ids(Database db) {
         return db.read(c -> Sql.list(c, "SELECT id FROM notes ORDER BY id", rs -> rs.getInt(1)));
     }

@@ -284,6 +284,10 @@ final class KillCommits {
      * The file opened as the service opens it; {@code settings} is {@code ;H2_SETTING=value} pieces
      * added to the URL and {@code key=value} overrides of the service's configuration, separated by spaces.
      */
+    static final String CREATE_TABLE = "CREATE TABLE IF NOT EXISTS kill_rows (id BIGINT PRIMARY KEY, state INT NOT NULL, "
+                                       + "pad VARCHAR(400) NOT NULL)";
+    static final String CREATE_INDEX = "CREATE INDEX IF NOT EXISTS kill_rows_state ON kill_rows (state, id)";
+
     static Database open(Path dir, String settings) {
         Map<String, String> overrides = new HashMap<>();
         StringBuilder url = new StringBuilder("jdbc:h2:file:" + dir.resolve("kill").toAbsolutePath());
@@ -301,9 +305,8 @@ final class KillCommits {
         LastseatConfig config = LastseatConfig.from(Config.just(ConfigSources.create(overrides),
                                                                 ConfigSources.classpath("application.yaml")));
         Database db = Database.open(config.db());
-        db.inTransaction(c -> Sql.update(c, "CREATE TABLE IF NOT EXISTS kill_rows (id BIGINT PRIMARY KEY, state INT NOT NULL, "
-                                            + "pad VARCHAR(400) NOT NULL)"));
-        db.inTransaction(c -> Sql.update(c, "CREATE INDEX IF NOT EXISTS kill_rows_state ON kill_rows (state, id)"));
+        db.inTransaction(c -> Sql.update(c, CREATE_TABLE));
+        db.inTransaction(c -> Sql.update(c, CREATE_INDEX));
         return db;
     }
 

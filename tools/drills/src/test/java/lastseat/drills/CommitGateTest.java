@@ -109,6 +109,40 @@ class CommitGateTest {
         assertThat(ProcessHandle.current().children()).as("the committers' process was killed and reaped").isEmpty();
     }
 
+    @Test
+    void withUndoLogsCollectedFirstAKillKeepsAStatementsIndexEntryThatNothingUndoes(@TempDir Path dir) throws Exception {
+        KillCommits.open(dir, "").close();
+        List<String> order;
+        try (Committers committers = Committers.start(dir, "plain", "hold")) {
+            order = committers.collectBWhileAsInsertIsHalfWay();
+        }
+
+        assertThat(order).as("B's chunk took A's undo log before the index: the new file's undo log is the older map")
+                .containsExactly("undo log", "index");
+        List<Map<Long, String>> views = views(dir);
+        assertThat(views).as("B's row whole; A's row, never committed, in no table view")
+                .allSatisfy(view -> assertThat(view).containsEntry(2L, "1"))
+                .satisfies(v -> assertThat(v.get(0)).doesNotContainKey(1L), v -> assertThat(v.get(2)).doesNotContainKey(1L));
+        assertThat(List.of(views.get(1), views.get(3))).as("A's index entry left behind, uncommitted for good, for one transaction at least")
+                .anySatisfy(index -> assertThat(index).containsKey(1L));
+        assertThat(ProcessHandle.current().children()).as("the committers' process was killed and reaped").isEmpty();
+    }
+
+    @Test
+    void withTheServicesConnectionsUndoLogsAreCollectedLastAndAStatementHalfWayIsUndoneWhole(@TempDir Path dir) throws Exception {
+        List<String> order;
+        try (Committers committers = Committers.start(dir, "gated", "hold")) {
+            order = committers.collectBWhileAsInsertIsHalfWay();
+        }
+
+        assertThat(order).as("B's chunk took the index first; A's undo log comes after every other map").containsExactly("index");
+        List<Map<Long, String>> views = views(dir);
+        assertThat(views.getFirst()).containsEntry(2L, "1").doesNotContainKey(1L);
+        assertThat(views).as("every row's index entry agrees with its table entry, for both transactions")
+                .allSatisfy(view -> assertThat(view).isEqualTo(views.getFirst()));
+        assertThat(ProcessHandle.current().children()).as("the committers' process was killed and reaped").isEmpty();
+    }
+
     /** The transaction store's undo log of the transaction committing at {@code inCommit}. */
     private static ObjectReference undoLogOf(BreakpointEvent inCommit) throws Exception {
         ObjectReference decisionMaker = inCommit.thread().frame(0).thisObject();
@@ -149,9 +183,14 @@ class CommitGateTest {
         }
 
         static Committers start(Path dir, String arm) throws Exception {
+            return start(dir, arm, "commit");
+        }
+
+        /** {@code a}: {@code commit}, or {@code hold} (A inserts its row and never commits; the file is new). */
+        static Committers start(Path dir, String arm, String a) throws Exception {
             Process process = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(), "--enable-preview",
                                                  "-agentlib:jdwp=transport=dt_socket,server=y,suspend=n,address=127.0.0.1:0",
-                                                 "-cp", System.getProperty("java.class.path"), Committer.class.getName(), dir.toString(), arm)
+                                                 "-cp", System.getProperty("java.class.path"), Committer.class.getName(), dir.toString(), arm, a)
                     .redirectError(ProcessBuilder.Redirect.DISCARD).start();
             BlockingQueue<String> lines = new LinkedBlockingQueue<>();
             Thread.ofPlatform().daemon().start(() -> {
@@ -199,6 +238,73 @@ class CommitGateTest {
             BreakpointEvent event = await(inCommit);
             inCommit.disable();
             return event;
+        }
+
+        /**
+         * A stopped inside its insert, its row's table entry made and its index entry not; B committing,
+         * stopped where its chunk takes the index; A let finish its statement (not its transaction); B let
+         * finish; what B's chunk took before the index, in order, ending with "index".
+         */
+        List<String> collectBWhileAsInsertIsHalfWay() throws Exception {
+            BreakpointRequest inInsert = breakpoint("org.h2.mvstore.db.MVSecondaryIndex", "add", a);
+            inInsert.enable();
+            send("a");
+            BreakpointEvent halfWay = await(inInsert);
+            inInsert.disable();
+            ObjectReference index = field(field(halfWay.thread().frame(0).thisObject(), "dataMap"), "map");
+            ObjectReference transaction = field(field(halfWay.thread().frame(0).thisObject(), "dataMap"), "transaction");
+            int transactionId = ((IntegerValue) transaction.getValue(transaction.referenceType().fieldByName("transactionId"))).value();
+            ArrayReference undoLogs = (ArrayReference) field(transaction, "store").getValue(
+                    field(transaction, "store").referenceType().fieldByName("undoLogs"));
+            ObjectReference undoLog = (ObjectReference) undoLogs.getValue(transactionId);
+
+            BreakpointRequest undoLogTaken = breakpoint("org.h2.mvstore.MVMap", "setWriteVersion", b);
+            undoLogTaken.addInstanceFilter(undoLog);
+            undoLogTaken.enable();
+            BreakpointRequest indexTaken = breakpoint("org.h2.mvstore.MVMap", "setWriteVersion", b);
+            indexTaken.addInstanceFilter(index);
+            indexTaken.enable();
+            send("b");
+            List<String> order = new java.util.ArrayList<>();
+            while (true) {
+                BreakpointEvent taken = awaitAny(undoLogTaken, indexTaken);
+                if (taken.request() == indexTaken) {
+                    order.add("index");
+                    break;
+                }
+                order.add("undo log");
+                undoLogTaken.disable();
+                b.resume();
+            }
+            indexTaken.disable();
+            undoLogTaken.disable();
+            a.resume();
+            awaitLine("a inserted");   // A's index entry made, and its undo record: after B took the undo log, or before
+            b.resume();
+            awaitLine("b committed");
+            return order;
+        }
+
+        private static ObjectReference field(ObjectReference object, String name) {
+            return (ObjectReference) object.getValue(object.referenceType().fieldByName(name));
+        }
+
+        /** The thread stopped at one of {@code requests}; other events let go. */
+        BreakpointEvent awaitAny(BreakpointRequest... requests) throws InterruptedException {
+            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MILLIS);
+            while (System.nanoTime() < end) {
+                EventSet events = vm.eventQueue().remove(1_000);
+                if (events == null) {
+                    continue;
+                }
+                for (Event event : events) {
+                    if (event instanceof BreakpointEvent hit && List.of(requests).contains(hit.request())) {
+                        return hit;
+                    }
+                }
+                events.resume();
+            }
+            throw new AssertionError("no stop at " + requests[0].location() + " within " + TIMEOUT_MILLIS + " ms");
         }
 
         BreakpointRequest breakpoint(String type, String method, ThreadReference thread) {
@@ -301,12 +407,15 @@ class CommitGateTest {
         public static void main(String[] args) throws Exception {
             Path dir = Path.of(args[0]);
             boolean gated = args[1].equals("gated");
+            boolean hold = args[2].equals("hold");
             PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
             Database db = gated ? KillCommits.open(dir, "") : null;
+            // Kept open to the end: the last connection's close would close the file, and the next open make new undo logs.
+            Connection keeper = !gated && hold ? undoLogBeforeTheTable(dir) : null;
             CountDownLatch goA = new CountDownLatch(1);
             CountDownLatch goB = new CountDownLatch(1);
             insert(db, dir, 0);   // loads the classes the debugger stops in
-            Thread.ofPlatform().name("committer-a").start(() -> commitOn(goA, db, dir, 1, out, "a committed"));
+            Thread.ofPlatform().name("committer-a").start(hold ? () -> insertAndHold(goA, db, dir, out) : () -> commitOn(goA, db, dir, 1, out, "a committed"));
             Thread.ofPlatform().name("committer-b").start(() -> commitOn(goB, db, dir, 2, out, "b committed"));
             out.println("ready");
             Scanner in = new Scanner(System.in, StandardCharsets.UTF_8);
@@ -326,6 +435,55 @@ class CommitGateTest {
                 out.println(done);
             } catch (Exception e) {
                 out.println("failed: " + e);
+            }
+        }
+
+        /**
+         * The file with its first undo log (slot 1's, which A's transaction will use) an older map than
+         * kill_rows and its index, made again after it, as on a new file; the connection stays open.
+         */
+        private static Connection undoLogBeforeTheTable(Path dir) throws SQLException {
+            Connection keeper = DriverManager.getConnection(plainUrl(dir), "sa", "");
+            keeper.createStatement().execute("CREATE TABLE scratch (id INT)");
+            keeper.setAutoCommit(false);
+            keeper.createStatement().execute("INSERT INTO scratch VALUES (1)");
+            keeper.commit();
+            keeper.setAutoCommit(true);
+            keeper.createStatement().execute("DROP TABLE kill_rows");
+            keeper.createStatement().execute(KillCommits.CREATE_TABLE);
+            keeper.createStatement().execute(KillCommits.CREATE_INDEX);
+            return keeper;
+        }
+
+        /** Inserts row 1, says so, and never commits: the process is killed with A's transaction open. */
+        private static void insertAndHold(CountDownLatch go, Database db, Path dir, PrintStream out) {
+            try {
+                go.await();
+                if (db != null) {
+                    db.inTransaction(c -> {
+                        Sql.update(c, INSERT, 1L);
+                        out.println("a inserted");
+                        return holdForever();
+                    });
+                    return;
+                }
+                try (Connection c = DriverManager.getConnection(plainUrl(dir), "sa", "")) {
+                    c.setAutoCommit(false);
+                    try (PreparedStatement insert = c.prepareStatement(INSERT)) {
+                        insert.setLong(1, 1);
+                        insert.executeUpdate();
+                    }
+                    out.println("a inserted");
+                    holdForever();
+                }
+            } catch (Exception e) {
+                out.println("failed: " + e);
+            }
+        }
+
+        private static Integer holdForever() {
+            while (true) {
+                java.util.concurrent.locks.LockSupport.park();
             }
         }
 
