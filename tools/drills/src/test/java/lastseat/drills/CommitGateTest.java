@@ -318,20 +318,7 @@ class CommitGateTest {
 
         /** The thread stopped at {@code request}; other events let go. */
         BreakpointEvent await(BreakpointRequest request) throws InterruptedException {
-            long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(TIMEOUT_MILLIS);
-            while (System.nanoTime() < end) {
-                EventSet events = vm.eventQueue().remove(1_000);
-                if (events == null) {
-                    continue;
-                }
-                for (Event event : events) {
-                    if (event instanceof BreakpointEvent hit && hit.request() == request) {
-                        return hit;
-                    }
-                }
-                events.resume();
-            }
-            throw new AssertionError("no stop at " + request.location() + " within " + TIMEOUT_MILLIS + " ms");
+            return awaitAny(request);
         }
 
         /** Until {@code thread} waits on the gate's lock inside {@code H2CommitGate}. */
