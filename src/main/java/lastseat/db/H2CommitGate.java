@@ -76,6 +76,10 @@ final class H2CommitGate implements DataSource {
     private static final Field SERIALIZER;
     private static final Field SAVER;
     private static final String[] WRITES = {"INSERT", "UPDATE", "DELETE", "MERGE"};
+    /** H2's registry of a store's open maps, whose order is the order a chunk's contents are collected in; null when this H2 lacks it. */
+    private static final Field MAPS;
+    /** The type of an undo log's values, which tells undo logs apart from the other maps. */
+    private static final Class<?> UNDO_LOG_VALUES;
 
     static {
         Field serializer = null;
@@ -91,18 +95,12 @@ final class H2CommitGate implements DataSource {
         }
         SERIALIZER = serializer;
         SAVER = saver;
-    }
-
-    /** H2's registry of a store's open maps, whose order is the order a chunk's contents are collected in; null when this H2 lacks it. */
-    private static final Field MAPS;
-
-    static {
         Field maps = null;
+        Class<?> undoLogValues = null;
         try {
             maps = MVStore.class.getDeclaredField("maps");
             maps.setAccessible(true);
-            // Undo logs are told apart by the type of their values: without it, nothing could be ordered.
-            Class.forName(UndoLogsLast.UNDO_LOG_VALUES, false, MVStore.class.getClassLoader());
+            undoLogValues = Class.forName("org.h2.mvstore.tx.Record$Type", false, MVStore.class.getClassLoader());
             if (maps.getType() != ConcurrentHashMap.class) {
                 maps = null;
             }
@@ -110,6 +108,7 @@ final class H2CommitGate implements DataSource {
             maps = null;
         }
         MAPS = maps;
+        UNDO_LOG_VALUES = undoLogValues;
     }
 
     private final String url;
@@ -160,8 +159,6 @@ final class H2CommitGate implements DataSource {
      * while one thread alone uses the store; H2 collects a chunk by iterating {@link #values()}.
      */
     private static final class UndoLogsLast extends ConcurrentHashMap<Integer, MVMap<?, ?>> {
-        private static final String UNDO_LOG_VALUES = "org.h2.mvstore.tx.Record$Type";
-
         UndoLogsLast(Map<Integer, MVMap<?, ?>> maps) {
             super(maps);
         }
@@ -174,7 +171,7 @@ final class H2CommitGate implements DataSource {
                     List<MVMap<?, ?>> undoLogs = new ArrayList<>();
                     List<MVMap<?, ?>> ordered = new ArrayList<>(size() + 1);
                     for (MVMap<?, ?> map : UndoLogsLast.super.values()) {
-                        (map.getValueType().getClass().getName().equals(UNDO_LOG_VALUES) ? undoLogs : ordered).add(map);
+                        (map.getValueType().getClass() == UNDO_LOG_VALUES ? undoLogs : ordered).add(map);
                     }
                     ordered.addAll(undoLogs);
                     Iterator<MVMap<?, ?>> each = ordered.iterator();
