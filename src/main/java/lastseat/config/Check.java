@@ -18,6 +18,11 @@ final class Check {
         return value;
     }
 
+    /** Zero (the feature off), or between {@code min} and {@code max}. */
+    static Duration zeroOrBetween(String key, Duration value, Duration min, Duration max) {
+        return value.isZero() ? value : between(key, value, min, max);
+    }
+
     static int between(String key, int value, int min, int max) {
         if (value < min || value > max) {
             throw outOfRange(key, value, min, max);

@@ -15,14 +15,17 @@ import java.time.Duration;
  * @param poolSize          {@code db.pool-size}: connections
  * @param connectionTimeout {@code db.connection-timeout}
  * @param lockTimeout       {@code db.lock-timeout}
+ * @param h2HousekeepingInterval {@code db.h2-housekeeping-interval}: how often, at most, an H2 file's unused
+ *                          space is given back to new commits ({@code H2CommitGate}); zero: never, the file only grows
  */
 public record DbConfig(String url, String user, String password, int poolSize, Duration connectionTimeout,
-                       Duration lockTimeout) {
+                       Duration lockTimeout, Duration h2HousekeepingInterval) {
 
     public DbConfig {
         Check.between("db.pool-size", poolSize, 2, 200);
         Check.between("db.connection-timeout", connectionTimeout, Duration.ofMillis(250), Duration.ofMinutes(1));
         Check.between("db.lock-timeout", lockTimeout, Duration.ofMillis(10), Duration.ofMinutes(1));
+        Check.zeroOrBetween("db.h2-housekeeping-interval", h2HousekeepingInterval, Duration.ofMillis(100), Duration.ofMinutes(1));
     }
 
     static DbConfig read(Reader keys) {
@@ -32,13 +35,15 @@ public record DbConfig(String url, String user, String password, int poolSize, D
                 keys.string("db.password"),
                 keys.integer("db.pool-size"),
                 keys.duration("db.connection-timeout"),
-                keys.duration("db.lock-timeout"));
+                keys.duration("db.lock-timeout"),
+                keys.duration("db.h2-housekeeping-interval"));
     }
 
     /** The whole configuration may be printed; the password must not be. */
     @Override
     public String toString() {
         return "DbConfig[url=" + url + ", user=" + user + ", password=" + (password == null || password.isEmpty() ? "" : "***")
-               + ", poolSize=" + poolSize + ", connectionTimeout=" + connectionTimeout + ", lockTimeout=" + lockTimeout + "]";
+               + ", poolSize=" + poolSize + ", connectionTimeout=" + connectionTimeout + ", lockTimeout=" + lockTimeout
+               + ", h2HousekeepingInterval=" + h2HousekeepingInterval + "]";
     }
 }

@@ -47,7 +47,7 @@ public final class Database implements AutoCloseable {
         hikari.setPoolName("lastseat");
         String url = durable(config.url());
         if (H2CommitGate.needed(url)) {
-            hikari.setDataSource(new H2CommitGate(url, config.user(), config.password()));
+            hikari.setDataSource(new H2CommitGate(url, config.user(), config.password(), config.h2HousekeepingInterval()));
         } else {
             hikari.setJdbcUrl(url);
         }
@@ -115,14 +115,16 @@ public final class Database implements AutoCloseable {
      * scheme ({@code jdbc:h2:./data/x}), which H2 opens as a file too. (H2 does not fsync: a power cut can still
      * lose the last commits; PostgreSQL is the answer there.)
      *
-     * <p>And {@code REUSE_SPACE=FALSE}: every commit's chunk is appended at the end of the file. H2
-     * 2.5.252 loses commits that had returned when a chunk goes into a hole the file has freed: the
-     * store header it writes then names the chunk before, so an open after kill -9 cannot find the
-     * newest chunks and falls back to an older state (its {@code RandomAccessStore.writeChunk} no longer
-     * sets {@code lastChunk} before {@code writeStoreHeader}, as 2.4.240 did). A chunk at the end of
-     * the file is found without the header. {@code bin/drill kill-commits} shows the loss with space
-     * reused and none without. The price: the file never reuses space while it runs. (H2's other loss
-     * on a kill, commits left half applied, is {@link H2Leftovers}'.)
+     * <p>And {@code REUSE_SPACE=FALSE}, so that H2 itself never puts a chunk into a hole the file has
+     * freed: H2 2.5.252 then loses commits that had returned, because the store header it writes names
+     * the chunk before, and an open after kill -9 cannot find the newest chunks and falls back to an
+     * older state (its {@code RandomAccessStore.writeChunk} no longer sets {@code lastChunk} before
+     * {@code writeStoreHeader}, as 2.4.240 did). A chunk at the end of the file is found without the
+     * header. {@link H2CommitGate} turns reuse back on for the files it writes, with the header named
+     * before each commit returns and dead chunks freed only by its housekeeping
+     * ({@code db.h2-housekeeping-interval}); {@code bin/drill kill-commits} shows H2 alone losing
+     * commits with space reused, and the service losing none. (H2's other loss on a kill, commits left
+     * half applied, is {@link H2Leftovers}'.)
      */
     static String durable(String url) {
         String durable = url.startsWith("jdbc:h2:file:") ? "jdbc:h2:async:" + url.substring("jdbc:h2:file:".length())

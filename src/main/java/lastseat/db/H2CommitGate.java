@@ -2,9 +2,11 @@ package lastseat.db;
 
 import org.h2.engine.SessionLocal;
 import org.h2.jdbc.JdbcConnection;
+import org.h2.mvstore.DataUtils;
 import org.h2.mvstore.FileStore;
 import org.h2.mvstore.MVMap;
 import org.h2.mvstore.MVStore;
+import org.h2.mvstore.RandomAccessStore;
 
 import javax.sql.DataSource;
 import java.io.PrintWriter;
@@ -17,6 +19,7 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.SQLException;
 import java.sql.SQLFeatureNotSupportedException;
+import java.time.Duration;
 import java.util.AbstractCollection;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -33,6 +36,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import java.util.logging.Logger;
@@ -60,6 +64,12 @@ import java.util.logging.Logger;
  * next chunk is collected once the one before is saved, so that it holds every commit that ended
  * meanwhile; collected at once instead, chunks of one or two commits each kept the serializer behind.
  *
+ * <p>Space: the gate reuses the file's freed space (H2's own reuse loses commits; {@link HeaderKeeper}
+ * says why). H2 frees no chunk by itself; a housekeeping pass, started by a commit at most every
+ * {@code db.h2-housekeeping-interval}, rewrites the live pages of the emptiest chunks, saves and syncs
+ * every chunk on its way, and only then frees the chunks nothing saved needs. Without it (interval zero,
+ * or an H2 without the fields it needs) every chunk is appended and the file only grows.
+ *
  * <p>Hazard: the gate holds only what passes through these connections. A write in auto-commit mode
  * commits inside its statement, outside the gate, and stays unwritten until the next commit's chunk;
  * once the schema is migrated, such a write is refused ({@link Database#write} and
@@ -80,6 +90,17 @@ final class H2CommitGate implements DataSource {
     private static final Field MAPS;
     /** The type of an undo log's values, which tells undo logs apart from the other maps. */
     private static final Class<?> UNDO_LOG_VALUES;
+    /** H2's lock over saving chunks, its store header and the method that writes it; null when this H2 lacks them (space never reused). */
+    private static final Field SAVE_CHUNK_LOCK;
+    private static final Field STORE_HEADER;
+    private static final Method WRITE_STORE_HEADER;
+    /** The header's key for the version of the chunk it names ({@code FileStore.HDR_VERSION}). */
+    private static final String HEADER_VERSION = "version";
+    /** Retention while space is reused: H2 frees no chunk by itself; {@link Gate#housekeep()} frees them. */
+    private static final int NEVER = Integer.MAX_VALUE;
+    /** A housekeeping pass rewrites the live pages of the emptiest chunks while the file is less full than this, so that they die. */
+    private static final int REWRITE_BELOW_FILL_PERCENT = 50;
+    private static final int REWRITE_BYTES_PER_PASS = 2 * 1024 * 1024;
 
     static {
         Field serializer = null;
@@ -109,17 +130,38 @@ final class H2CommitGate implements DataSource {
         }
         MAPS = maps;
         UNDO_LOG_VALUES = undoLogValues;
+        Field saveChunkLock = null;
+        Field storeHeader = null;
+        Method writeStoreHeader = null;
+        try {
+            saveChunkLock = FileStore.class.getDeclaredField("saveChunkLock");
+            storeHeader = FileStore.class.getDeclaredField("storeHeader");
+            writeStoreHeader = RandomAccessStore.class.getDeclaredMethod("writeStoreHeader");
+            saveChunkLock.setAccessible(true);
+            storeHeader.setAccessible(true);
+            writeStoreHeader.setAccessible(true);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            saveChunkLock = null;
+            storeHeader = null;
+            writeStoreHeader = null;
+        }
+        SAVE_CHUNK_LOCK = saveChunkLock;
+        STORE_HEADER = storeHeader;
+        WRITE_STORE_HEADER = writeStoreHeader;
     }
 
     private final String url;
     private final String user;
     private final String password;
+    private final long housekeepingNanos;
     private volatile boolean refuseWritesInAutoCommit;
 
-    H2CommitGate(String url, String user, String password) {
+    /** {@code housekeeping}: how often, at most, unused space is given back to new chunks; zero: never, every chunk appended. */
+    H2CommitGate(String url, String user, String password, Duration housekeeping) {
         this.url = url;
         this.user = user;
         this.password = password;
+        this.housekeepingNanos = housekeeping.toNanos();
     }
 
     /**
@@ -238,7 +280,7 @@ final class H2CommitGate implements DataSource {
         if (store.getAutoCommitDelay() >= 0) {
             store.setAutoCommitDelay(-1);
         }
-        Gate gate = GATES.computeIfAbsent(store, Gate::of);
+        Gate gate = GATES.computeIfAbsent(store, s -> Gate.of(s, housekeepingNanos));
         return (Connection) Proxy.newProxyInstance(H2CommitGate.class.getClassLoader(), new Class<?>[] {Connection.class},
                                                    new Gated(this, h2, session, store, gate));
     }
@@ -246,30 +288,60 @@ final class H2CommitGate implements DataSource {
     /**
      * One file's gate. {@code ends} is read-locked by each end of a transaction and write-locked while a
      * chunk's contents are collected; {@code writer} is held by the committer that collects the next
-     * chunk while the others wait to see whether it holds theirs. The chunk is then serialized and saved
-     * by H2 on {@code serializer} and {@code saver}, outside the lock (H2 does so from the roots it
-     * collected, which later commits do not change), and a commit waits for both to have done every chunk
-     * given to them so far. {@code collected}: the version after the last chunk this gate collected.
-     * Without the two executors (an H2 without those fields) a chunk is written whole under the lock.
+     * chunk while the others wait to see whether it holds theirs, and by a housekeeping pass. The chunk is
+     * then serialized and saved by H2 on {@code serializer} and {@code saver}, outside the lock (H2 does so
+     * from the roots it collected, which later commits do not change), and a commit waits for both to have
+     * done every chunk given to them so far. {@code collected}: the version after the last chunk this gate
+     * collected. Without the two executors (an H2 without those fields) a chunk is written whole under the
+     * lock, and appended.
+     *
+     * <p>Space is reused only when the saver is a {@link HeaderKeeper} (an H2 with what it needs, and
+     * housekeeping on): H2 then frees no chunk by itself (retention {@link #NEVER}), and a
+     * {@link #housekeep() pass}, at most every {@code housekeepingNanos}, frees the chunks that are dead in
+     * what the file holds.
      */
-    private record Gate(ReentrantReadWriteLock ends, ReentrantLock writer, ThreadPoolExecutor serializer,
-                        ThreadPoolExecutor saver, AtomicLong collected) {
-        static Gate of(MVStore store) {
+    private static final class Gate {
+        final MVStore store;
+        final ReentrantReadWriteLock ends = new ReentrantReadWriteLock();
+        final ReentrantLock writer = new ReentrantLock();
+        final ThreadPoolExecutor serializer;
+        final ThreadPoolExecutor saver;
+        final AtomicLong collected = new AtomicLong(Long.MIN_VALUE);
+        private final long housekeepingNanos;
+        private final AtomicLong nextPass = new AtomicLong(System.nanoTime());
+        private final ThreadPoolExecutor housekeeper;
+
+        private Gate(MVStore store, ThreadPoolExecutor serializer, ThreadPoolExecutor saver, long housekeepingNanos) {
+            this.store = store;
+            this.serializer = serializer;
+            this.saver = saver;
+            this.housekeepingNanos = housekeepingNanos;
+            this.housekeeper = saver instanceof HeaderKeeper ? oneThread("lastseat-h2-housekeeping") : null;
+        }
+
+        static Gate of(MVStore store, long housekeepingNanos) {
             ThreadPoolExecutor serializer = null;
             ThreadPoolExecutor saver = null;
+            FileStore<?> file = store.getFileStore();
+            boolean reuse = housekeepingNanos > 0 && WRITE_STORE_HEADER != null && file instanceof RandomAccessStore;
             if (SERIALIZER != null) {
                 try {
                     // H2 makes them only with its background writer, which would write chunks outside the gate.
                     serializer = oneThread("lastseat-h2-serialize");
-                    saver = oneThread("lastseat-h2-save");
-                    SERIALIZER.set(store.getFileStore(), serializer);
-                    SAVER.set(store.getFileStore(), saver);
+                    saver = reuse ? new HeaderKeeper((RandomAccessStore) file) : oneThread("lastseat-h2-save");
+                    SERIALIZER.set(file, serializer);
+                    SAVER.set(file, saver);
                 } catch (IllegalAccessException | RuntimeException e) {
                     serializer = null;
                     saver = null;
                 }
             }
-            return new Gate(new ReentrantReadWriteLock(), new ReentrantLock(), serializer, saver, new AtomicLong(Long.MIN_VALUE));
+            if (saver instanceof HeaderKeeper) {
+                // In this order: space reused while H2 still frees chunks by itself could put a chunk into a hole too soon.
+                file.setRetentionTime(NEVER);
+                file.setReuseSpace(true);
+            }
+            return new Gate(store, serializer, saver, housekeepingNanos);
         }
 
         /** One daemon thread, gone when idle: H2 does not shut down executors it did not make. */
@@ -281,6 +353,184 @@ final class H2CommitGate implements DataSource {
             });
             executor.allowCoreThreadTimeOut(true);
             return executor;
+        }
+
+        /** Whether a chunk collected after {@code version} is on its way: had again, the read lock waits for one being collected. */
+        boolean collectedSince(long version) {
+            ends.readLock().lock();
+            try {
+                return collected.get() > version;
+            } finally {
+                ends.readLock().unlock();
+            }
+        }
+
+        /** Collects a chunk of all that ended before, unless one was collected since {@code ended}; H2 writes it. Holding {@code writer}. */
+        void collect(long ended) {
+            // H2 waits for its serializer with the interrupt ignored, and stops waiting: kept aside until the chunk is out.
+            boolean interrupted = Thread.interrupted();
+            ends.writeLock().lock();
+            try {
+                if (collected.get() <= ended) {
+                    // Collected here, serialized and saved on H2's threads; below zero when this call stored nothing.
+                    long stored = serializer != null ? store.tryCommit() : -1;
+                    if (stored < 0) {
+                        // Written here: no executors, nothing unsaved, or H2's store lock busy with a store of its
+                        // own, which this waits for, so that its chunk is handed over before the wait for it.
+                        store.commit();
+                    }
+                    collected.set(store.getCurrentVersion());
+                }
+            } finally {
+                ends.writeLock().unlock();
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        /** Waits until every chunk handed to H2's threads so far is saved, and named by the header; a chunk H2 failed to write fails the commit. */
+        void written() throws SQLException {
+            if (serializer != null) {
+                // Each is one thread, in order; the serializer hands a chunk to the saver before it ends.
+                drain(serializer);
+                drain(saver);
+            }
+            if (store.getPanicException() != null) {
+                throw new SQLException("H2 could not write the commit to its file", store.getPanicException());
+            }
+            if (saver instanceof HeaderKeeper keeper && keeper.failure.get() != null) {
+                throw new SQLException("H2 could not name its newest chunk in the file's header", keeper.failure.get());
+            }
+        }
+
+        private static void drain(ThreadPoolExecutor executor) throws SQLException {
+            Future<?> done;
+            try {
+                done = executor.submit(() -> { });
+            } catch (RejectedExecutionException e) {
+                return;   // shut down: H2 writes inline from then on
+            }
+            boolean interrupted = false;
+            try {
+                while (true) {
+                    try {
+                        done.get();
+                        return;
+                    } catch (InterruptedException e) {
+                        interrupted = true;   // kept for the caller; the commit is not abandoned
+                    } catch (ExecutionException e) {
+                        throw new SQLException(e.getCause());
+                    }
+                }
+            } finally {
+                if (interrupted) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        /** Starts a housekeeping pass on its own thread when one is due; called after each commit. */
+        void housekeepIfDue() {
+            if (housekeeper == null) {
+                return;
+            }
+            long now = System.nanoTime();
+            long due = nextPass.get();
+            if (now - due >= 0 && nextPass.compareAndSet(due, now + housekeepingNanos)) {
+                try {
+                    housekeeper.execute(this::housekeep);
+                } catch (RejectedExecutionException e) {
+                    // Not started; the next commit past the interval tries again.
+                    nextPass.set(now);
+                }
+            }
+        }
+
+        /**
+         * Frees the chunks that are dead in what the file holds, for new chunks to reuse. Holds
+         * {@code writer}, so that no chunk is collected meanwhile: the live pages of the emptiest chunks are
+         * rewritten and collected into a new chunk, so that those die too; every chunk on its way is saved
+         * and the file synced; only then are dead chunks freed (retention zero for that moment). A chunk
+         * freed is one no saved chunk needs, and the first chunk written into its space carries the layout
+         * without it: a kill before that loses nothing, and neither does a power cut, since what made the
+         * chunk dead was synced before it was freed.
+         */
+        void housekeep() {
+            FileStore<?> file = store.getFileStore();
+            writer.lock();
+            try {
+                if (store.isClosed()) {
+                    return;
+                }
+                written();
+                file.setRetentionTime(0);
+                try {
+                    store.compact(REWRITE_BELOW_FILL_PERCENT, REWRITE_BYTES_PER_PASS);
+                } finally {
+                    file.setRetentionTime(NEVER);
+                }
+                collect(store.getCurrentVersion());
+                written();
+                store.sync();
+                store.executeFilestoreOperation(() -> {
+                    file.setRetentionTime(0);
+                    try {
+                        file.dropUnusedChunks();
+                    } finally {
+                        file.setRetentionTime(NEVER);
+                    }
+                });
+            } catch (SQLException | RuntimeException e) {
+                // Left as it was, or H2 has panicked and every commit says so from now on: nothing to add.
+            } finally {
+                writer.unlock();
+            }
+        }
+    }
+
+    /**
+     * The thread that saves H2's chunks, which then has the store header name the chunk just saved,
+     * before any commit waiting for it returns. H2 2.5.252 writes the header inside its chunk's write,
+     * before it takes that chunk as its newest, so the header names the chunk before; a chunk put into a
+     * hole the file freed, and not where the header's chunk predicted the next one, is then not found by
+     * an open after a kill, and the commits it holds are lost ({@code ReusedSpaceTest} shows it). A
+     * chunk appended at the end of the file is found without the header, which is why space was not
+     * reused before. A header that cannot be written fails every commit from then on.
+     */
+    private static final class HeaderKeeper extends ThreadPoolExecutor {
+        private final RandomAccessStore file;
+        final AtomicReference<Throwable> failure = new AtomicReference<>();
+
+        HeaderKeeper(RandomAccessStore file) {
+            super(1, 1, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
+                Thread thread = new Thread(r, "lastseat-h2-save");
+                thread.setDaemon(true);
+                return thread;
+            });
+            allowCoreThreadTimeOut(true);
+            this.file = file;
+        }
+
+        @Override
+        protected void afterExecute(Runnable task, Throwable thrown) {
+            try {
+                ReentrantLock saving = (ReentrantLock) SAVE_CHUNK_LOCK.get(file);
+                saving.lock();
+                try {
+                    @SuppressWarnings("unchecked")
+                    Map<String, ?> header = (Map<String, ?>) STORE_HEADER.get(file);
+                    if (!file.isReadOnly() && DataUtils.readHexLong(header, HEADER_VERSION, 0) < file.lastChunkVersion()) {
+                        WRITE_STORE_HEADER.invoke(file);
+                    }
+                } finally {
+                    saving.unlock();
+                }
+            } catch (InvocationTargetException e) {
+                failure.compareAndSet(null, e.getCause());
+            } catch (IllegalAccessException | RuntimeException e) {
+                failure.compareAndSet(null, e);
+            }
         }
     }
 
@@ -326,113 +576,42 @@ final class H2CommitGate implements DataSource {
         private Object endThenWrite(Method method, Object[] args) throws Throwable {
             Object result;
             long ended;
-            gate.ends().readLock().lock();
+            gate.ends.readLock().lock();
             try {
                 result = call(method, args);
                 // No chunk is collected under the read lock: this version is the first to hold the commit.
                 ended = store.getCurrentVersion();
             } finally {
-                gate.ends().readLock().unlock();
+                gate.ends.readLock().unlock();
             }
             // Not interruptible, like the commit itself: a commit abandoned here would be lost, not undone.
-            while (!collectedSince(ended)) {
-                if (gate.writer().tryLock()) {
+            while (!gate.collectedSince(ended)) {
+                if (gate.writer.tryLock()) {
                     try {
                         // The chunks on their way are written first, while commits go on ending: the next
                         // chunk then holds all of them (many commits, one chunk).
-                        written();
-                        collect(ended);
+                        gate.written();
+                        gate.collect(ended);
                     } finally {
-                        gate.writer().unlock();
+                        gate.writer.unlock();
                     }
                     break;
                 }
                 // Another committer is collecting a chunk: wait for it, then see whether it holds this commit.
-                gate.writer().lock();
-                gate.writer().unlock();
+                gate.writer.lock();
+                gate.writer.unlock();
             }
-            written();
+            gate.written();
+            gate.housekeepIfDue();
             return result;
         }
 
-        /** Whether a chunk collected after {@code version} is on its way: had again, the read lock waits for one being collected. */
-        private boolean collectedSince(long version) {
-            gate.ends().readLock().lock();
-            try {
-                return gate.collected().get() > version;
-            } finally {
-                gate.ends().readLock().unlock();
-            }
-        }
-
-        /** Collects a chunk of all that ended before, unless one was collected since {@code ended}; H2 writes it. */
-        private void collect(long ended) {
-            // H2 waits for its serializer with the interrupt ignored, and stops waiting: kept aside until the chunk is out.
-            boolean interrupted = Thread.interrupted();
-            gate.ends().writeLock().lock();
-            try {
-                if (gate.collected().get() <= ended) {
-                    // Collected here, serialized and saved on H2's threads; below zero when this call stored nothing.
-                    long stored = gate.serializer() != null ? store.tryCommit() : -1;
-                    if (stored < 0) {
-                        // Written here: no executors, nothing unsaved, or H2's store lock busy with a store of its
-                        // own, which this waits for, so that its chunk is handed over before the wait for it.
-                        store.commit();
-                    }
-                    gate.collected().set(store.getCurrentVersion());
-                }
-            } finally {
-                gate.ends().writeLock().unlock();
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        }
-
-        /** Waits until every chunk handed to H2's threads so far is saved; a chunk H2 failed to write fails the commit. */
-        private void written() throws SQLException {
-            if (gate.serializer() != null) {
-                // Each is one thread, in order; the serializer hands a chunk to the saver before it ends.
-                drain(gate.serializer());
-                drain(gate.saver());
-            }
-            if (store.getPanicException() != null) {
-                throw new SQLException("H2 could not write the commit to its file", store.getPanicException());
-            }
-        }
-
-        private static void drain(ThreadPoolExecutor executor) throws SQLException {
-            Future<?> done;
-            try {
-                done = executor.submit(() -> { });
-            } catch (RejectedExecutionException e) {
-                return;   // shut down: H2 writes inline from then on
-            }
-            boolean interrupted = false;
-            try {
-                while (true) {
-                    try {
-                        done.get();
-                        return;
-                    } catch (InterruptedException e) {
-                        interrupted = true;   // kept for the caller; the commit is not abandoned
-                    } catch (ExecutionException e) {
-                        throw new SQLException(e.getCause());
-                    }
-                }
-            } finally {
-                if (interrupted) {
-                    Thread.currentThread().interrupt();
-                }
-            }
-        }
-
         private Object end(Method method, Object[] args) throws Throwable {
-            gate.ends().readLock().lock();
+            gate.ends.readLock().lock();
             try {
                 return call(method, args);
             } finally {
-                gate.ends().readLock().unlock();
+                gate.ends.readLock().unlock();
             }
         }
 

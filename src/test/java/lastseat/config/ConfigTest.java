@@ -84,6 +84,8 @@ class ConfigTest {
             "db.pool-size, 1",
             "db.connection-timeout, 100ms",
             "db.lock-timeout, 0ms",
+            "db.h2-housekeeping-interval, 50ms",
+            "db.h2-housekeeping-interval, 2m",
             "drills.enabled, maybe",
             "demo.create-event, 1",
             "demo.create-keys, yes",
@@ -270,7 +272,7 @@ class ConfigTest {
 
     @Test
     void thePasswordIsNotPrinted() {
-        DbConfig db = new DbConfig("jdbc:h2:mem:x", "sa", "hunter2", 4, Duration.ofSeconds(2), Duration.ofSeconds(2));
+        DbConfig db = new DbConfig("jdbc:h2:mem:x", "sa", "hunter2", 4, Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1));
 
         assertThat(db.toString()).doesNotContain("hunter2").contains("jdbc:h2:mem:x");
     }

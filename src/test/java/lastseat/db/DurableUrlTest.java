@@ -44,7 +44,7 @@ class DurableUrlTest {
     @Test
     void anH2FileKeepsAPurchasesWorthOfParsedStatementsAndTheDatabaseSaysSo(@TempDir Path dir) {
         try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 2,
-                                                      Duration.ofSeconds(2), Duration.ofSeconds(2)))) {
+                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1)))) {
             List<String> size = db.read(c -> Sql.list(c, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = ?",
                                                       rs -> rs.getString(1), "QUERY_CACHE_SIZE"));
             assertThat(size).containsExactly(Integer.toString(Database.H2_PARSED_STATEMENTS));
