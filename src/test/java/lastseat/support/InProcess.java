@@ -27,7 +27,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The fast tier's lastseat: the service's own flow, state owner, gateway, checks and background jobs,
  * wired as {@code Services} wires them, but against {@link FakeOutside}, a private H2 database in
- * memory and a {@link TestClock} — no server, no WireMock, no file. A test builds one per test (a
+ * memory (or a file: {@link #onFile}) and a {@link TestClock} — no server, no WireMock. A test builds one per test (a
  * few milliseconds) and closes it.
  *
  * <p>Hazard: nothing here runs on its own. The sweeper, the reconciler and the outbox run when the
@@ -65,9 +65,21 @@ public final class InProcess implements AutoCloseable {
 
     /** The production defaults of {@code application.yaml}, with {@code overrides} (keys such as {@code purchase.deadline}). */
     public static InProcess start(Map<String, String> overrides) {
-        Map<String, String> settings = new HashMap<>(overrides);
         // Dropped when the pool closes its last connection.
-        settings.put("db.url", "jdbc:h2:mem:fast-" + UUID.randomUUID());
+        return on("jdbc:h2:mem:fast-" + UUID.randomUUID(), overrides);
+    }
+
+    /**
+     * The same parts over the H2 file {@code file} (no {@code .mv.db}), opened as the service opens its
+     * default database: for the real-parts tier's tests of the file itself.
+     */
+    public static InProcess onFile(java.nio.file.Path file, Map<String, String> overrides) {
+        return on("jdbc:h2:file:" + file.toAbsolutePath(), overrides);
+    }
+
+    private static InProcess on(String url, Map<String, String> overrides) {
+        Map<String, String> settings = new HashMap<>(overrides);
+        settings.put("db.url", url);
         return new InProcess(LastseatConfig.from(Config.just(ConfigSources.create(settings),
                                                              ConfigSources.classpath("application.yaml"))));
     }
