@@ -116,6 +116,7 @@ public final class Bench {
             scenarios.put("hot-event", bench::hotEvent);
             scenarios.put("databases", bench::databases);
             scenarios.put("memory", bench::memory);
+            scenarios.put("disk", bench::disk);
             scenarios.put("onsale", () -> new OnSale(bench, bench.postgres).run());
             // The on-sale's steady phase alone (a minute), to compare a change's CPU; onsale has it already.
             scenarios.put("steady", () -> new OnSale(bench, false).steadyAlone());
@@ -300,6 +301,64 @@ public final class Bench {
         double file = rates.get("H2 file");
         rates.forEach((name, rate) -> add("reserve + confirm, " + name + ", 32 buyers at a time", String.format(Locale.ROOT, "%.0f/s", rate),
                                           "H2 file", ratio(rate / file)));
+    }
+
+    /**
+     * What the default H2 file keeps per confirmed purchase after 100,000 of them (stubs 0 ms, 32 buyers at
+     * a time, events of 10,000 seats), against the 4 KB issue 11 asks; then the first tenth again with the
+     * file only appended ({@code db.h2-housekeeping-interval=0s}, as before space was reused), for what the
+     * housekeeping costs in purchases per second.
+     */
+    private void disk() throws Exception {
+        stub(0, 0, 0);
+        int n = smoke ? 200 : 100_000;
+        Disk reused = disk("disk", Map.of(), n);
+        Disk appended = disk("disk-appended", Map.of("db.h2-housekeeping-interval", "0s"), n / 10);
+        add("H2 file kept per confirmed purchase, after " + reused.confirmed() + " purchases",
+            kb(reused.bytesAfter() / (double) reused.confirmed()), "4 KB", ratio(reused.bytesAfter() / (double) reused.confirmed() / 4096));
+        add("H2 file's largest size while they were made, per purchase", kb(reused.peakBytes() / (double) reused.confirmed()), "4 KB",
+            ratio(reused.peakBytes() / (double) reused.confirmed() / 4096));
+        add("same, the file only appended (db.h2-housekeeping-interval=0s), " + appended.confirmed() + " purchases",
+            kb(appended.bytesAfter() / (double) appended.confirmed()), "4 KB", ratio(appended.bytesAfter() / (double) appended.confirmed() / 4096));
+        add("confirmed/s over the first " + appended.confirmed() + " purchases, space reused",
+            String.format(Locale.ROOT, "%.0f/s", reused.firstTenthPerSecond()), "only appended: "
+            + String.format(Locale.ROOT, "%.0f/s", appended.firstTenthPerSecond()), ratio(reused.firstTenthPerSecond() / appended.firstTenthPerSecond()));
+    }
+
+    /** One disk run: confirmed purchases, the file's size at the end and at its largest, the rate over the first tenth. */
+    private record Disk(int confirmed, long bytesAfter, long peakBytes, double firstTenthPerSecond) {
+    }
+
+    private Disk disk(String label, Map<String, String> settings, int n) throws Exception {
+        Path dir = dataDir(label);
+        Path file = dir.resolve("lastseat.mv.db");
+        int perEvent = Math.min(n, 10_000);
+        try (ServerProcess server = ServerProcess.start(dir, stubsUri(), settings)) {
+            warmUp(server);
+            int confirmed = 0;
+            long peak = 0;
+            double firstTenth = Double.NaN;
+            long start = System.nanoTime();
+            for (int done = 0; done < n; done += perEvent) {
+                String event = newEvent(server, perEvent);
+                List<Integer> statuses = closed(32, perEvent, i -> purchase(server, event).status());
+                confirmed += (int) statuses.stream().filter(status -> status == 201).count();
+                peak = Math.max(peak, Files.size(file));
+                if (Double.isNaN(firstTenth) && done + perEvent >= n / 10) {
+                    firstTenth = confirmed / ((System.nanoTime() - start) / 1e9);
+                }
+                System.out.printf(Locale.ROOT, "   %s: %d of %d confirmed, file %s%n", label, confirmed, done + perEvent, mb(Files.size(file)));
+            }
+            // Not settled: the outbox sends more slowly than purchases confirm here, and its queue would take minutes.
+            Thread.sleep(Duration.ofSeconds(2));
+            long after = Files.size(file);
+            System.out.printf(Locale.ROOT, "   %s: file %s, %s at its largest%n", label, mb(after), mb(peak));
+            return new Disk(confirmed, after, Math.max(peak, after), firstTenth);
+        }
+    }
+
+    private static String kb(double bytes) {
+        return String.format(Locale.ROOT, "%.1f KB", bytes / 1024);
     }
 
     /** Heap and RSS of the server with 1,000 purchases waiting on a 20 s payment, against the same server idle. */
