@@ -33,6 +33,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -346,11 +347,7 @@ final class H2CommitGate implements DataSource {
 
         /** One daemon thread, gone when idle: H2 does not shut down executors it did not make. */
         private static ThreadPoolExecutor oneThread(String name) {
-            ThreadPoolExecutor executor = new ThreadPoolExecutor(1, 1, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-                Thread thread = new Thread(r, name);
-                thread.setDaemon(true);
-                return thread;
-            });
+            ThreadPoolExecutor executor = new ThreadPoolExecutor(1, 1, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), daemon(name));
             executor.allowCoreThreadTimeOut(true);
             return executor;
         }
@@ -489,6 +486,15 @@ final class H2CommitGate implements DataSource {
         }
     }
 
+    /** Daemon threads named {@code name}: a gate's threads must not keep the JVM alive. */
+    private static ThreadFactory daemon(String name) {
+        return r -> {
+            Thread thread = new Thread(r, name);
+            thread.setDaemon(true);
+            return thread;
+        };
+    }
+
     /**
      * The thread that saves H2's chunks, which then has the store header name the chunk just saved,
      * before any commit waiting for it returns. H2 2.5.252 writes the header inside its chunk's write,
@@ -503,11 +509,7 @@ final class H2CommitGate implements DataSource {
         final AtomicReference<Throwable> failure = new AtomicReference<>();
 
         HeaderKeeper(RandomAccessStore file) {
-            super(1, 1, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), r -> {
-                Thread thread = new Thread(r, "lastseat-h2-save");
-                thread.setDaemon(true);
-                return thread;
-            });
+            super(1, 1, 5, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), daemon("lastseat-h2-save"));
             allowCoreThreadTimeOut(true);
             this.file = file;
         }
