@@ -343,15 +343,15 @@ public final class Bench {
                 String event = newEvent(server, perEvent);
                 List<String> kinds = closed(32, perEvent, i -> kind(purchase(server, event)));
                 confirmed += (int) kinds.stream().filter("201"::equals).count();
-                peak = Math.max(peak, Files.size(file));
+                long size = Files.size(file);
+                peak = Math.max(peak, size);
                 if (Double.isNaN(firstTenth) && done + perEvent >= n / 10) {
                     firstTenth = confirmed / ((System.nanoTime() - start) / 1e9);
                 }
                 // The other answers by kind: a soak that slows the file shows here first, as deadlines missed.
-                Map<String, Long> others = new TreeMap<>(kinds.stream().filter(kind -> !"201".equals(kind))
-                                                                 .collect(Collectors.groupingBy(kind -> kind, Collectors.counting())));
+                Map<String, Long> others = byKind(kinds.stream().filter(kind -> !"201".equals(kind)).toList());
                 System.out.printf(Locale.ROOT, "   %s: %d of %d confirmed, file %s, %.0f s in%s%n", label, confirmed, done + perEvent,
-                                  mb(Files.size(file)), (System.nanoTime() - start) / 1e9, others.isEmpty() ? "" : ", others " + others);
+                                  mb(size), (System.nanoTime() - start) / 1e9, others.isEmpty() ? "" : ", others " + others);
             }
             // Not settled: the outbox sends more slowly than purchases confirm here, and its queue would take minutes.
             Thread.sleep(Duration.ofSeconds(2));
@@ -402,7 +402,7 @@ public final class Bench {
             }
             long rssBusy = rss(server);
             load.join(Duration.ofSeconds(40));
-            System.out.println("   answers: " + kinds.stream().collect(Collectors.groupingBy(kind -> kind, TreeMap::new, Collectors.counting())));
+            System.out.println("   answers: " + byKind(kinds));
             // What the server spends doing nothing once they are answered and their emails sent: the
             // connections it keeps to the outside services are watched while idle (outside.max-idle-connections).
             OnSale.Settled settled = new OnSale(this, false).settle(server);
@@ -423,6 +423,11 @@ public final class Bench {
     /** An answer's status, with its problem's kind when it is not 201. */
     private static String kind(lastseat.testkit.Answer answer) {
         return answer.status() == 201 ? "201" : answer.status() + " " + answer.type();
+    }
+
+    /** How many answers of each {@link #kind}, in the kinds' order. */
+    private static Map<String, Long> byKind(java.util.Collection<String> kinds) {
+        return kinds.stream().collect(Collectors.groupingBy(kind -> kind, TreeMap::new, Collectors.counting()));
     }
 
     // --- the load generator ---
