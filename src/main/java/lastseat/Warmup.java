@@ -8,6 +8,7 @@ import io.helidon.metrics.api.Metrics;
 import lastseat.access.ApiKeys;
 import lastseat.access.Role;
 import lastseat.config.LastseatConfig;
+import lastseat.web.Problem;
 
 import java.io.IOException;
 import java.io.OutputStream;
@@ -89,15 +90,17 @@ final class Warmup {
     private static final Duration COPY_DEADLINE = Duration.ofSeconds(5);
     private static final String LOOPBACK = "127.0.0.1";
     private static final Pattern ID = Pattern.compile("\"id\"\\s*:\\s*\"([^\"]+)\"");
+    private static final Pattern KIND = Pattern.compile("\"type\"\\s*:\\s*\"" + Pattern.quote(Problem.TYPE_PREFIX) + "([^\"]+)\"");
 
     private Warmup() {
     }
 
     /**
-     * What a warm-up did: requests sent, answers by status, how long the copy took to start, the buying,
+     * What a warm-up did: requests sent, answers by status (with the problem's kind, as {@code 503 overloaded};
+     * {@code no answer} for a request that timed out or failed), how long the copy took to start, the buying,
      * and the JIT's catching up after it; {@code failure} says why it stopped early, if it did.
      */
-    record Done(int sent, Map<Integer, Integer> answers, Duration started, Duration bought, Duration compiled,
+    record Done(int sent, Map<String, Integer> answers, Duration started, Duration bought, Duration compiled,
                 Optional<String> failure) {
         @Override
         public String toString() {
@@ -113,7 +116,7 @@ final class Warmup {
      */
     static Done run(Config source, LastseatConfig config) {
         Done done = warmUp(source, config);
-        if (done.failure().isPresent() || !done.answers().containsKey(201)) {
+        if (done.failure().isPresent() || !done.answers().containsKey("201")) {
             LOG.warning("warm-up: " + done + " (lastseat starts anyway, as a cold start would)");
         } else {
             LOG.info("warm-up: " + done);
@@ -128,7 +131,7 @@ final class Warmup {
         long start = System.nanoTime();
         long started = start;
         Buyers buyers = null;
-        Map<Integer, Integer> answers = Map.of();
+        Map<String, Integer> answers = Map.of();
         long bought = start;
         long caughtUp = start;
         Set<Meter> before = meters();
@@ -293,7 +296,7 @@ final class Warmup {
         private final String clientKey;
         private final long until;
         private final AtomicInteger sent = new AtomicInteger();
-        private final Map<Integer, Integer> answers = new ConcurrentHashMap<>();
+        private final Map<String, Integer> answers = new ConcurrentHashMap<>();
 
         Buyers(URI copy, String operatorKey, String clientKey, long until) {
             this.copy = copy;
@@ -306,7 +309,7 @@ final class Warmup {
             return sent.get();
         }
 
-        Map<Integer, Integer> answers() {
+        Map<String, Integer> answers() {
             return Map.copyOf(answers);
         }
 
@@ -314,7 +317,7 @@ final class Warmup {
          * Sends up to {@code purchases} purchase requests; what is left when the bound passes is not sent.
          * Half go to the larger event, which has a seat for each of them (at most {@link #LARGER_EVENT}).
          */
-        Map<Integer, Integer> buy(int purchases, int maxCapacity) throws IOException, InterruptedException {
+        Map<String, Integer> buy(int purchases, int maxCapacity) throws IOException, InterruptedException {
             try (HttpClient admin = HttpClient.newHttpClient()) {
                 int submitted = 0;
                 String larger = event(admin, Math.min(purchases / 2 + 1, Math.min(maxCapacity, LARGER_EVENT)));
@@ -331,9 +334,9 @@ final class Warmup {
                             try {
                                 one.get();
                             } catch (ExecutionException e) {
-                                // Sent and not answered in time, or not answered at all: counted as 0; the buying goes on.
+                                // Sent and not answered in time, or not answered at all; the buying goes on.
                                 if (!(e.getCause() instanceof BoundPassed)) {
-                                    answers.merge(0, 1, Integer::sum);
+                                    answers.merge("no answer", 1, Integer::sum);
                                 }
                             }
                         }
@@ -370,7 +373,10 @@ final class Warmup {
                                                               + "\",\"email\":\"warm-up@lastseat.invalid\"},\"paymentToken\":\"tok_warm_up\"}"))
                     .build();
             sent.incrementAndGet();
-            answers.merge(sendWithin(() -> http.send(request, HttpResponse.BodyHandlers.discarding())).statusCode(), 1, Integer::sum);
+            HttpResponse<String> answer = sendWithin(() -> http.send(request, HttpResponse.BodyHandlers.ofString()));
+            // The kind tells a copy that shed load (503 overloaded) from one whose stand-in or database failed.
+            Matcher kind = KIND.matcher(answer.body());
+            answers.merge(answer.statusCode() + (kind.find() ? " " + kind.group(1) : ""), 1, Integer::sum);
             return null;
         }
 

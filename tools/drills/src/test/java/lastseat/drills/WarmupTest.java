@@ -15,6 +15,7 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -30,6 +31,16 @@ import static org.assertj.core.api.Assertions.assertThat;
 class WarmupTest {
     private static final Pattern DONE = Pattern.compile("warm-up: a throwaway copy started in \\d+ ms, (\\d+) purchase requests to it in "
                                                         + "\\d+ ms, answered \\{([^}]*)}");
+
+    /** {@code 201=35, 409 sold-out=39, 503 overloaded=6} as a map. */
+    private static Map<String, Integer> answers(String logged) {
+        Map<String, Integer> answers = new TreeMap<>();
+        for (String one : logged.split(", ")) {
+            int equals = one.lastIndexOf('=');
+            answers.put(one.substring(0, equals), Integer.parseInt(one.substring(equals + 1)));
+        }
+        return answers;
+    }
 
     @Test
     void theBuyingEndsAtWarmUpMaxTimeAndTheProcessStartsAndSellsAfterIt() throws Exception {
@@ -87,8 +98,21 @@ class WarmupTest {
             assertThat(done.find()).as("the warm-up's line in the log:%n%s", log).isTrue();
             assertThat(Integer.parseInt(done.group(1))).as("purchase requests sent to the copy").isEqualTo(80);
             // One round: 40 buyers at a one-seat event, 40 at an event with a seat for each. Cut off at 800 ms, a cold
-            // copy's round sold nothing on a busy machine; the copy's own deadline lets every purchase finish.
-            assertThat(done.group(2)).as("the copy's answers by status: the truth of its round").isEqualTo("201=41, 409=39");
+            // copy's round sold nothing on a busy machine; the copy's own deadline lets every purchase it admits finish.
+            // Its admission is production's: on a busy CI machine it once shed 6 buyers of the larger event (503) as
+            // planned from its cold pace. Shedding is the truth too; a deadline missed, a failure or a 202 is not.
+            Map<String, Integer> answers = answers(done.group(2));
+            assertThat(answers.values().stream().mapToInt(Integer::intValue).sum()).as("answers of the copy: " + answers).isEqualTo(80);
+            assertThat(answers.keySet()).as("the copy's answers: sold, gone, or shed, nothing else")
+                                        .isSubsetOf("201", "409 sold-out", "409 seats-taken", "503 overloaded", "503 payment-capacity-full");
+            assertThat(answers.getOrDefault("201", 0)).as("sold: the last seat and at least one seat of the larger event, at most all 40")
+                                                      .isBetween(2, 41);
+            assertThat(answers.getOrDefault("409 sold-out", 0) + answers.getOrDefault("409 seats-taken", 0))
+                    .as("told the last seat is gone: the one-seat event's other buyers, at most").isLessThanOrEqualTo(39);
+            if (answers.keySet().stream().noneMatch(kind -> kind.startsWith("503"))) {
+                assertThat(answers.getOrDefault("201", 0)).as("sold with none shed: every buyer of the larger event and the last seat")
+                                                          .isEqualTo(41);
+            }
             assertThat(stubCallsAtStart).as("requests that reached the outside services while the process started").isZero();
             assertThat(metricsBefore).as("the JVM's and the server's own meters, which the copy's removal must leave to the real process")
                                      .contains("memory_usedHeap_bytes").contains("requests_count")
