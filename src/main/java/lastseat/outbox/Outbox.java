@@ -1,12 +1,12 @@
 package lastseat.outbox;
 
 import lastseat.db.Sql;
+import lastseat.db.TimeOrderedId;
 
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.time.Instant;
-import java.util.UUID;
 
 /**
  * Durable notifications: a row written in the same transaction as the state change it announces,
@@ -26,7 +26,7 @@ public final class Outbox {
         try (PreparedStatement ps = c.prepareStatement(
                 "INSERT INTO outbox (id, dedupe_key, kind, purchase_id, payload, state, attempts, next_attempt_at, created_at) "
                 + "VALUES (?, ?, ?, ?, ?, 'PENDING', 0, ?, ?)")) {
-            ps.setString(1, UUID.randomUUID().toString());
+            ps.setString(1, TimeOrderedId.next());
             ps.setString(2, dedupeKey(purchaseId, kind));
             ps.setString(3, kind);
             ps.setString(4, purchaseId);

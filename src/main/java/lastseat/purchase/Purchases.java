@@ -3,6 +3,7 @@ package lastseat.purchase;
 import lastseat.checks.Quote;
 import lastseat.db.Database;
 import lastseat.db.Sql;
+import lastseat.db.TimeOrderedId;
 import lastseat.inventory.Hold;
 import lastseat.inventory.Inventory;
 import lastseat.inventory.Order;
@@ -26,7 +27,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.stream.Collectors;
 
 /**
@@ -107,7 +107,7 @@ public final class Purchases {
      * a seat's row lock end there at the latest ({@link lastseat.db.DatabaseBusy}, nothing claimed).
      */
     public Reservation reserve(Order order, Deadline deadline) {
-        String purchaseId = UUID.randomUUID().toString();
+        String purchaseId = TimeOrderedId.next();
         // Milliseconds: what the database stores and every later read shows, so answers agree byte for byte.
         Instant expiresAt = clock.instant().plus(holdTtl).truncatedTo(ChronoUnit.MILLIS);
         Inventory.Claim claim = db.inTransaction(deadline, c -> {
@@ -454,7 +454,7 @@ public final class Purchases {
         try (PreparedStatement ps = c.prepareStatement(
                 "INSERT INTO tickets (id, purchase_id, event_id, label, issued_at) VALUES (?, ?, ?, ?, ?)")) {
             for (String seat : hold.seats()) {
-                String ticket = UUID.randomUUID().toString();
+                String ticket = TimeOrderedId.next();
                 ps.setString(1, ticket);
                 ps.setString(2, id);
                 ps.setString(3, hold.eventId());

@@ -84,6 +84,12 @@ class DiskUseTest {
                 app.resourcesCameBack(event);
             }
             assertThat(app.db.count("SELECT COUNT(*) FROM outbox WHERE state <> 'SENT'")).as("emails not sent").isZero();
+            for (String table : List.of("purchases", "tickets", "outbox")) {
+                // Ids made in time order are what keeps each index's inserts in its last leaves (TimeOrderedId).
+                List<Long> made = app.db.strings("SELECT id FROM " + table + " ORDER BY _ROWID_").stream()
+                        .map(id -> UUID.fromString(id).getMostSignificantBits() >>> 16).toList();
+                assertThat(made).as("the millisecond in each %s id, in the order the rows were inserted", table).hasSize(PURCHASES).isSorted();
+            }
         }
         try (InProcess reopened = InProcess.onFile(name, settings)) {
             assertThat(reopened.db.count("SELECT COUNT(*) FROM purchases WHERE state = 'CONFIRMED'"))
