@@ -100,11 +100,13 @@ class WarmupTest {
             // One round: 40 buyers at a one-seat event, 40 at an event with a seat for each. Cut off at 800 ms, a cold
             // copy's round sold nothing on a busy machine; the copy's own deadline lets every purchase it admits finish.
             // Its admission is production's: on a busy CI machine it once shed 6 buyers of the larger event (503) as
-            // planned from its cold pace. Shedding is the truth too; a deadline missed, a failure or a 202 is not.
+            // planned from its cold pace. Shedding is the truth too (so is a pool too busy to lend a connection in
+            // time, refused before anything was reserved); a deadline missed, a failure or a 202 is not.
             Map<String, Integer> answers = answers(done.group(2));
             assertThat(answers.values().stream().mapToInt(Integer::intValue).sum()).as("answers of the copy: " + answers).isEqualTo(80);
             assertThat(answers.keySet()).as("the copy's answers: sold, gone, or shed, nothing else")
-                                        .isSubsetOf("201", "409 sold-out", "409 seats-taken", "503 overloaded", "503 payment-capacity-full");
+                                        .isSubsetOf("201", "409 sold-out", "409 seats-taken", "503 overloaded", "503 payment-capacity-full",
+                                                    "503 database-busy");
             assertThat(answers.getOrDefault("201", 0)).as("sold: the last seat and at least one seat of the larger event, at most all 40")
                                                       .isBetween(2, 41);
             assertThat(answers.getOrDefault("409 sold-out", 0) + answers.getOrDefault("409 seats-taken", 0))
