@@ -1,6 +1,5 @@
 package lastseat.db;
 
-import java.security.SecureRandom;
 import java.util.UUID;
 
 /**
@@ -22,24 +21,14 @@ import java.util.UUID;
  * an id's time is for the index's order only, and a clock set back only scatters the next inserts.
  */
 public final class TimeOrderedId {
-    private static final SecureRandom RANDOM = new SecureRandom();
-
     private TimeOrderedId() {
     }
 
     /** A new id, as {@link UUID#toString()} writes it. */
     public static String next() {
-        byte[] random = new byte[10];
-        RANDOM.nextBytes(random);
-        long millis = System.currentTimeMillis();
-        // 48 bits of time, the version (7), 12 random bits.
-        long high = (millis & 0xFFFF_FFFF_FFFFL) << 16 | 0x7000L | (random[0] & 0x0FL) << 8 | random[1] & 0xFFL;
-        // The variant (binary 10), 62 random bits.
-        long low = 0;
-        for (int i = 2; i < 10; i++) {
-            low = low << 8 | random[i] & 0xFFL;
-        }
-        low = low & 0x3FFF_FFFF_FFFF_FFFFL | 0x8000_0000_0000_0000L;
-        return new UUID(high, low).toString();
+        // A version 4 UUID's random bits (from SecureRandom) and variant, with its first 48 bits the time and its version 7.
+        UUID random = UUID.randomUUID();
+        long high = (System.currentTimeMillis() & 0xFFFF_FFFF_FFFFL) << 16 | 0x7000L | random.getMostSignificantBits() & 0x0FFFL;
+        return new UUID(high, random.getLeastSignificantBits()).toString();
     }
 }
