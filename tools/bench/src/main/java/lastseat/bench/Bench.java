@@ -117,6 +117,7 @@ public final class Bench {
             scenarios.put("databases", bench::databases);
             scenarios.put("memory", bench::memory);
             scenarios.put("disk", bench::disk);
+            scenarios.put("outbox", bench::outbox);
             scenarios.put("onsale", () -> new OnSale(bench, bench.postgres).run());
             // The on-sale's steady phase alone (a minute), to compare a change's CPU; onsale has it already.
             scenarios.put("steady", () -> new OnSale(bench, false).steadyAlone());
@@ -323,6 +324,43 @@ public final class Bench {
         add("confirmed/s over the first " + appended.confirmed() + " purchases, space reused",
             String.format(Locale.ROOT, "%.0f/s", reused.firstTenthPerSecond()), "only appended: "
             + String.format(Locale.ROOT, "%.0f/s", appended.firstTenthPerSecond()), ratio(reused.firstTenthPerSecond() / appended.firstTenthPerSecond()));
+    }
+
+    /**
+     * How fast the outbox sends an on-sale's confirmation emails, against how fast the purchases confirm: 32
+     * buyers at a time buy as fast as the stubs (0 ms) let them, with the email receiver answering at once and
+     * after 50 ms (a real email API takes tens to hundreds of ms); then the wait until the last email is sent.
+     */
+    private void outbox() throws Exception {
+        int n = smoke ? 200 : 4_000;
+        for (int emailMillis : List.of(0, 50)) {
+            stub(0, 0, 0);
+            stubs.stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                    .willReturn(delayed(aResponse().withStatus(202).withTransformers("ledger"), emailMillis)));
+            try (ServerProcess server = server("outbox-" + emailMillis, Map.of())) {
+                warmUp(server);
+                OnSale.Settled warm = new OnSale(this, false).settle(server);
+                String event = newEvent(server, n);
+                long start = System.nanoTime();
+                List<String> kinds = closed(32, n, i -> kind(purchase(server, event)));
+                double buying = (System.nanoTime() - start) / 1e9;
+                int confirmed = (int) kinds.stream().filter("201"::equals).count();
+                int waiting = lastseat.on(server.instance()).outbox("pending").path("count").asInt();
+                OnSale.Settled settled = new OnSale(this, false).settle(server);
+                double sending = (System.nanoTime() - start) / 1e9;
+                double confirmedPerSecond = confirmed / buying;
+                // A queue not emptied within the settling bound is counted by what was sent meanwhile.
+                double sentPerSecond = (confirmed - settled.pending()) / sending;
+                System.out.printf(Locale.ROOT, "   outbox, receiver %d ms: %d of %d confirmed in %.1f s (%.0f/s); %d emails waiting then; "
+                                  + "the last sent %.1f s after the first purchase (%s); warm-up's emails %s%n", emailMillis, confirmed, n,
+                                  buying, confirmedPerSecond, waiting, sending, settled, warm);
+                String figure = "outbox: emails sent/s while " + confirmed + " purchases confirm, receiver " + emailMillis + " ms";
+                add(figure, String.format(Locale.ROOT, "%.0f/s", sentPerSecond) + (settled.done() ? "" : " (not all sent)"),
+                    String.format(Locale.ROOT, "the purchases' %.0f/s", confirmedPerSecond), ratio(sentPerSecond / confirmedPerSecond));
+                add("outbox: emails waiting when the last of them was answered, receiver " + emailMillis + " ms",
+                    Integer.toString(waiting), "", "");
+            }
+        }
     }
 
     /** One disk run: confirmed purchases, the file's size at the end and at its largest, the rate over the first tenth. */
