@@ -12,7 +12,7 @@ import java.util.Set;
  * Reads lastseat's keys out of a Helidon {@link Config}, each by its full name, and turns their text
  * into values. A missing key or a value that is not a number, a duration or a flag stops start-up with
  * one sentence naming the key; whether the value is in range is the section's business, not the reader's.
- * Durations are written {@code 800ms}, {@code 2s}, {@code 5m}, {@code 1h} or ISO-8601 ({@code PT0.8S}).
+ * Durations are written {@code 800ms}, {@code 2s}, {@code 5m}, {@code 1h}, {@code 7d} or ISO-8601 ({@code PT0.8S}).
  * Every key is required: its default is written once, in {@code application.yaml}, and a reader with
  * a fallback of its own would be a second default that can drift from the documented one.
  *
@@ -42,10 +42,11 @@ final class Reader {
                 case 's' -> Duration.ofSeconds(amount);
                 case 'm' -> Duration.ofMinutes(amount);
                 case 'h' -> Duration.ofHours(amount);
+                case 'd' -> Duration.ofDays(amount);
                 default -> throw new IllegalArgumentException();
             };
         } catch (RuntimeException e) {
-            throw new IllegalStateException("Configuration " + key + " must be a duration such as 800ms, 2s or PT0.8S, got '" + text + "'");
+            throw new IllegalStateException("Configuration " + key + " must be a duration such as 800ms, 2s, 7d or PT0.8S, got '" + text + "'");
         }
     }
 

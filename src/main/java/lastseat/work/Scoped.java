@@ -1,7 +1,10 @@
 package lastseat.work;
 
 import java.time.Duration;
+import java.util.List;
+import java.util.Queue;
 import java.util.concurrent.Callable;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.StructuredTaskScope;
 import java.util.concurrent.StructuredTaskScope.Joiner;
 import java.util.concurrent.StructuredTaskScope.Subtask;
@@ -49,6 +52,36 @@ public final class Scoped {
             Subtask<T> subtask = scope.fork(task);
             join(name, scope);
             return subtask.get();
+        }
+    }
+
+    /** One item's work in {@link #each}. */
+    @FunctionalInterface
+    public interface Action<T> {
+        void run(T item) throws InterruptedException;
+    }
+
+    /**
+     * Runs {@code action} on every item, at most {@code atOnce} at a time (each on a thread of its own, the
+     * items taken in order), and returns once every one is done. No deadline: each action bounds itself. The
+     * first action to fail interrupts the others, and its exception leaves here once they have ended (one
+     * that threw {@link InterruptedException} of its own as a {@link SubtaskFailed}); an interrupt of the
+     * caller's thread interrupts them all and leaves as {@link InterruptedException}.
+     */
+    public static <T> void each(String name, List<T> items, int atOnce, Action<T> action) throws InterruptedException {
+        Queue<T> left = new ConcurrentLinkedQueue<>(items);
+        try (var scope = StructuredTaskScope.open(Joiner.<Object>awaitAllSuccessfulOrThrow(), cf -> cf.withName(name))) {
+            for (int i = 0; i < Math.min(atOnce, items.size()); i++) {
+                scope.fork(() -> {
+                    for (T item = left.poll(); item != null; item = left.poll()) {
+                        action.run(item);
+                    }
+                    return null;
+                });
+            }
+            join(name, scope);
+        } catch (DeadlinePassed impossible) {
+            throw new IllegalStateException(name + " has no deadline", impossible);
         }
     }
 

@@ -7,9 +7,11 @@ import java.util.logging.Logger;
 
 /**
  * One background job of this process: runs {@code tick} on its own virtual thread, then waits
- * {@code interval}, until closed. A tick that fails is logged and the next one runs as planned; a
- * tick is expected to do a bounded amount of work (a batch) and to claim every row it touches with
- * a compare-and-set, so that the same job on several instances never processes a row twice.
+ * {@code interval}, until closed; a job started with a batch size runs its next tick at once after a
+ * tick that moved a whole batch, so that a backlog is worked off back to back. A tick that fails is
+ * logged and the next one runs as planned (after the interval); a tick is expected to do a bounded
+ * amount of work (a batch) and to claim every row it touches with a compare-and-set, so that the same
+ * job on several instances never processes a row twice.
  *
  * <p>Contract: {@link #close()} interrupts the thread and waits for the tick in progress to end
  * (at most {@code closeWait}); interrupting is how a tick's outside call is cancelled, so a tick
@@ -38,19 +40,26 @@ public final class Worker implements AutoCloseable {
     }
 
     public static Worker start(String name, Duration interval, Tick tick) {
+        return start(name, interval, Integer.MAX_VALUE, tick);
+    }
+
+    /** As {@link #start(String, Duration, Tick)}, with no wait after a tick that returned {@code fullBatch} or more. */
+    public static Worker start(String name, Duration interval, int fullBatch, Tick tick) {
         AtomicBoolean closed = new AtomicBoolean();
-        Thread thread = Thread.ofVirtual().name("worker-" + name).start(() -> loop(name, interval, tick, closed));
+        Thread thread = Thread.ofVirtual().name("worker-" + name).start(() -> loop(name, interval, fullBatch, tick, closed));
         return new Worker(name, thread, closed);
     }
 
-    private static void loop(String name, Duration interval, Tick tick, AtomicBoolean closed) {
+    private static void loop(String name, Duration interval, int fullBatch, Tick tick, AtomicBoolean closed) {
         while (!closed.get() && !Thread.currentThread().isInterrupted()) {
             try {
-                tick.run();
+                int moved = tick.run();
                 if (closed.get()) {
                     return;
                 }
-                Thread.sleep(interval);
+                if (moved < fullBatch) {
+                    Thread.sleep(interval);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;

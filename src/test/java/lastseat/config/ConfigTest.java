@@ -168,7 +168,8 @@ class ConfigTest {
 
         assertThat(tree.purchase().deadline()).isEqualTo(Duration.ofMillis(800));
         assertThat(tree.outbox()).isEqualTo(new OutboxConfig(Duration.ofMillis(500), 50, "/emails", "/refunds", Duration.ofSeconds(2),
-                                                             Duration.ofSeconds(1), Duration.ofMinutes(5), 20, Duration.ofHours(24)));
+                                                             Duration.ofSeconds(1), Duration.ofMinutes(5), 20, Duration.ofHours(24),
+                                                             16, Duration.ofDays(7), 500));
         assertThat(tree.drills().enabled()).isFalse();
         assertThat(tree.demo().createEvent()).isFalse();
         // deadline 800 ms + abandoned-after 5 s; the sweeper's grace is two sweep intervals of 1 s.
@@ -265,7 +266,8 @@ class ConfigTest {
     @Test
     void aSectionMadeInCodeIsCheckedLikeOneReadFromConfiguration() {
         assertThatThrownBy(() -> new OutboxConfig(Duration.ZERO, 50, "/emails", "/refunds", Duration.ofSeconds(2),
-                                                  Duration.ofSeconds(1), Duration.ofMinutes(5), 20, Duration.ofHours(24)))
+                                                  Duration.ofSeconds(1), Duration.ofMinutes(5), 20, Duration.ofHours(24),
+                                                  16, Duration.ofDays(7), 500))
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith("Configuration outbox.interval ");
     }

@@ -212,7 +212,8 @@ class OutboxRoutesTest {
                                                                        Duration.ofSeconds(1), Duration.ofMillis(100), 65536,
                                                                        Duration.ofMinutes(10), 32)),
                                 new OutboxConfig(Duration.ofSeconds(1), 50, "/emails", "/refunds", Duration.ofSeconds(1),
-                                                 Duration.ofSeconds(1), Duration.ofMinutes(1), 20, Duration.ofDays(1)),
+                                                 Duration.ofSeconds(1), Duration.ofMinutes(1), 20, Duration.ofDays(1),
+                                                 16, Duration.ofDays(7), 500),
                                 Clock.systemUTC());
     }
 

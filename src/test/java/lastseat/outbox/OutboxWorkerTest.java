@@ -21,8 +21,11 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import com.sun.net.httpserver.HttpServer;
+
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.net.InetSocketAddress;
 import java.nio.file.Files;
 import java.time.Clock;
 import java.time.Duration;
@@ -32,6 +35,13 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.UUID;
+import java.util.concurrent.BrokenBarrierException;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.BooleanSupplier;
 import java.util.stream.IntStream;
@@ -58,6 +68,7 @@ class OutboxWorkerTest {
     private static final Duration MAX_BACKOFF = Duration.ofMinutes(5);
     // Long enough for a loaded two-core machine to answer a healthy stub; the slow stub takes 5 s.
     private static final Duration CALL_TIMEOUT = Duration.ofSeconds(1);
+    private static final Duration RETENTION = Duration.ofDays(7);
     private static final Map<String, String> SETTINGS = Map.of("outbox.interval", "1h");
 
     @RegisterExtension
@@ -215,7 +226,7 @@ class OutboxWorkerTest {
         String key = Outbox.dedupeKey(confirmedPurchase(), EMAIL);
         app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1).willReturn(aResponse().withStatus(500)));
         OutboxWorker worker = worker(new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", CALL_TIMEOUT,
-                                                      BACKOFF, MAX_BACKOFF, 20, Duration.ofMinutes(1)));
+                                                      BACKOFF, MAX_BACKOFF, 20, Duration.ofMinutes(1), 16, RETENTION, 500));
 
         int first = worker.deliverDue();
         OutboxQuery.Row young = row(key);
@@ -263,7 +274,7 @@ class OutboxWorkerTest {
                                                                            .withTransformers("ledger")));
         Duration callTimeout = Duration.ofSeconds(4);
         OutboxConfig config = new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", callTimeout,
-                                               BACKOFF, MAX_BACKOFF, 3, Duration.ofHours(24));
+                                               BACKOFF, MAX_BACKOFF, 3, Duration.ofHours(24), 16, RETENTION, 500);
         OutboxWorker crashing = worker(config);
         AtomicReference<Throwable> ended = new AtomicReference<>();
         Thread pass = Thread.ofVirtual().start(() -> {
@@ -430,6 +441,78 @@ class OutboxWorkerTest {
     }
 
     @Test
+    void aPassSendsAsManyRowsAtOnceAsItsConcurrencyAllowsAndNoMore() throws Exception {
+        int atOnce = 4;
+        List<String> keys = IntStream.range(0, 2 * atOnce).mapToObj(i -> queue(EMAIL, "{\"n\":" + i + "}")).toList();
+        // A receiver that answers only once atOnce requests are open together: sent one at a time, the
+        // first request would wait for the others in vain and time out.
+        CyclicBarrier together = new CyclicBarrier(atOnce);
+        AtomicInteger open = new AtomicInteger();
+        AtomicInteger most = new AtomicInteger();
+        List<String> received = new CopyOnWriteArrayList<>();
+        HttpServer receiver = HttpServer.create(new InetSocketAddress("127.0.0.1", 0), 64);
+        receiver.setExecutor(Executors.newVirtualThreadPerTaskExecutor());
+        receiver.createContext("/emails", exchange -> {
+            most.accumulateAndGet(open.incrementAndGet(), Math::max);
+            int status = 202;
+            try {
+                together.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                status = 503;
+            } catch (BrokenBarrierException | TimeoutException e) {
+                status = 503;
+            }
+            received.add(exchange.getRequestHeaders().getFirst("Idempotency-Key"));
+            open.decrementAndGet();
+            exchange.sendResponseHeaders(status, -1);
+            exchange.close();
+        });
+        receiver.start();
+        try {
+            OutboxWorker worker = new OutboxWorker(db(), http("http://127.0.0.1:" + receiver.getAddress().getPort()),
+                    new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", Duration.ofSeconds(5), BACKOFF, MAX_BACKOFF,
+                                     3, Duration.ofHours(24), atOnce, RETENTION, 500), clock);
+            workers.add(worker);
+
+            int sent = worker.deliverDue();
+
+            assertThat(sent).isEqualTo(2 * atOnce);
+            assertThat(most.get()).as("requests open at the receiver at once").isEqualTo(atOnce);
+            assertThat(received).as("each row once, with its key").containsExactlyInAnyOrderElementsOf(keys);
+            assertThat(keys).allSatisfy(key -> assertThat(row(key).state()).isEqualTo("SENT"));
+        } finally {
+            receiver.stop(0);
+        }
+    }
+
+    @Test
+    void sentRowsAreDeletedOnceTheirRetentionHasPassedAtMostPruneBatchAPassAndPendingOrDeadRowsNever() throws Exception {
+        Duration retention = Duration.ofHours(1);
+        OutboxWorker worker = worker(new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", CALL_TIMEOUT, BACKOFF,
+                                                      MAX_BACKOFF, 3, Duration.ofHours(24), 16, retention, 2));
+        List<String> sent = IntStream.range(0, 3).mapToObj(i -> queue(EMAIL, "{}")).toList();
+        String dead = queue("postcard", "{}");
+        assertThat(worker.deliverDue()).isEqualTo(3);
+        app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1).willReturn(aResponse().withStatus(503)));
+        String pending = queue(EMAIL, "{}");
+
+        clock.advance(retention.minusSeconds(1));
+        OutboxWorker.Pass young = worker.pass();
+        clock.advance(Duration.ofHours(2));
+        OutboxWorker.Pass first = worker.pass();
+        OutboxWorker.Pass second = worker.pass();
+        OutboxWorker.Pass third = worker.pass();
+
+        assertThat(young.pruned()).as("sent less than the retention ago").isZero();
+        assertThat(List.of(first.pruned(), second.pruned(), third.pruned())).as("prune-batch 2").containsExactly(2, 1, 0);
+        assertThat(sent).allSatisfy(key -> assertThat(OutboxQuery.find(db(), key)).isEmpty());
+        assertThat(row(dead).state()).isEqualTo("DEAD");
+        assertThat(row(pending).state()).isEqualTo("PENDING");
+        assertThat(OutboxQuery.count(db(), "SENT")).isZero();
+    }
+
+    @Test
     void theRetryDelayDoublesUpToTheCapAndIsDrawnBetweenHalfAndAllOfIt() {
         Random random = new Random(7);
         Duration backoff = Duration.ofSeconds(1);
@@ -446,7 +529,7 @@ class OutboxWorkerTest {
 
     private OutboxConfig config() {
         return new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", CALL_TIMEOUT, BACKOFF, MAX_BACKOFF, 3,
-                                Duration.ofHours(24));
+                                Duration.ofHours(24), 16, RETENTION, 500);
     }
 
     private OutboxWorker worker(OutboxConfig config) {
@@ -457,7 +540,11 @@ class OutboxWorkerTest {
 
     /** An HTTP client to this app's stubs, as Services builds one (the outbox call timeout caps it further). */
     private static OutsideHttp http(TestApp target) {
-        return new OutsideHttp(new OutsideConfig("http://127.0.0.1:" + target.stubs.port(), Duration.ofSeconds(1),
+        return http("http://127.0.0.1:" + target.stubs.port());
+    }
+
+    private static OutsideHttp http(String baseUrl) {
+        return new OutsideHttp(new OutsideConfig(baseUrl, Duration.ofSeconds(1),
                                                  Duration.ofSeconds(5), Duration.ofMillis(100), 65536,
                                                  Duration.ofMinutes(10), 32));
     }
