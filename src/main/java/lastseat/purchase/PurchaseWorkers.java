@@ -23,6 +23,7 @@ public final class PurchaseWorkers implements AutoCloseable {
     private final Duration reconcileInterval;
     private final KeyKeeper keyKeeper;
     private final Duration keepInterval;
+    private final int keepBatch;
     private Worker sweeping;
     private Worker reconciling;
     private Worker keeping;
@@ -37,13 +38,16 @@ public final class PurchaseWorkers implements AutoCloseable {
         this.reconcileInterval = reconcile.interval();
         this.keyKeeper = new KeyKeeper(keys, purchases, idempotency);
         this.keepInterval = idempotency.pruneInterval();
+        this.keepBatch = idempotency.pruneBatch();
     }
 
     public synchronized void start() {
         if (sweeping == null) {
             sweeping = Worker.start("sweeper", sweepInterval, sweeper::sweep);
             reconciling = Worker.start("reconciler", reconcileInterval, reconciler::reconcile);
-            keeping = Worker.start("key-keeper", keepInterval, keyKeeper::keep);
+            // A pass that moved a whole batch is followed at once: at one batch a minute, keys made faster than
+            // 8 a second would outgrow the pruning.
+            keeping = Worker.start("key-keeper", keepInterval, keepBatch, keyKeeper::keep);
         }
     }
 

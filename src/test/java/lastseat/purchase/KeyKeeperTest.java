@@ -132,6 +132,26 @@ class KeyKeeperTest {
     }
 
     @Test
+    void theKeepersOwnLoopPrunesABacklogBatchAfterBatchWithoutWaitingItsIntervalBetween() throws InterruptedException {
+        for (int i = 0; i < 5; i++) {
+            String key = UUID.randomUUID().toString();
+            assertThat(app.keys.complete(CLIENT, key, claim(key), new Reply(201, "application/json", null, null, "{}".getBytes())))
+                    .isEqualTo(IdempotencyKeys.Ending.STORED);
+        }
+        app.clock.advance(app.config.idempotency().retention().plusSeconds(1));
+
+        // prune-batch 2, prune-interval a minute: batch by interval, the last key would go two minutes later.
+        app.workers.start();
+        long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (app.db.count("SELECT COUNT(*) FROM idempotency_keys") > 0 && System.nanoTime() < until) {
+            Thread.sleep(20);
+        }
+
+        assertThat(app.config.idempotency().pruneInterval()).isEqualTo(Duration.ofMinutes(1));
+        assertThat(app.db.count("SELECT COUNT(*) FROM idempotency_keys")).as("all five pruned within 10 s").isZero();
+    }
+
+    @Test
     void anAnsweredKeyWhosePurchaseHasNotEndedOutlivesTheRetentionWithoutHidingTheKeysThatMayGo() {
         String event = app.newEvent("A1", "A2", "A3", "A4");
         Map<String, String> open = new LinkedHashMap<>();
