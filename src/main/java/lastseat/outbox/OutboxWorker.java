@@ -12,11 +12,13 @@ import java.io.IOException;
 import java.net.ConnectException;
 import java.net.http.HttpConnectTimeoutException;
 import java.net.http.HttpTimeoutException;
+import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -46,11 +48,12 @@ import java.util.random.RandomGenerator;
  * and 429 ask to come back later; 409 is how an idempotent receiver says the same key is still in
  * flight. A row of a kind with no receiver is DEAD at once, without a call.
  *
- * <p>Claim: before its call, a row is claimed by a compare-and-set that moves {@code next_attempt_at}
- * to now + {@code call-timeout} + {@link #LEASE_MARGIN} (the lease) and counts the attempt, on the
- * condition that {@code attempts} is still the value read ({@code attempts} only ever grows while a
- * row is PENDING, so it is the row's version). Two passes (threads or instances) that read the same
- * row cannot both claim it; the loser skips it. A failure is recorded only by the claim that made it
+ * <p>Claim: before the calls, a pass claims its rows, all in one transaction, each by a compare-and-set
+ * that moves {@code next_attempt_at} to the lease's end — now + {@code call-timeout} × the calls one
+ * delivery thread makes in the pass + {@link #LEASE_MARGIN} — and counts the attempt, on the condition
+ * that {@code attempts} is still the value read ({@code attempts} only ever grows while a row is
+ * PENDING, so it is the row's version). Two passes (threads or instances) that read the same row
+ * cannot both claim it; the loser skips it. A failure is recorded only by the claim that made it
  * (same {@code attempts}); SENT is recorded whoever made it, because the receiver has it.
  *
  * <p>Hazard: delivery is at least once, deduplicated by the receiver through the key, never exactly
@@ -106,8 +109,8 @@ public final class OutboxWorker implements AutoCloseable {
      *
      * @return how many rows this pass marked SENT
      * @throws InterruptedException when the thread is interrupted (by {@link #close()}); the pass stops
-     *                              at once, and a row whose call was cut keeps its lease and is sent
-     *                              again, with the same key, when the lease ends
+     *                              at once, and a row whose call was cut, or not yet made, keeps its
+     *                              lease and is sent again, with the same key, when the lease ends
      */
     public int deliverDue() throws InterruptedException {
         return pass().sent();
@@ -119,13 +122,38 @@ public final class OutboxWorker implements AutoCloseable {
 
     /** One pass: the due rows delivered, {@code concurrency} at a time, then the SENT rows past retention deleted. */
     Pass pass() throws InterruptedException {
-        List<Due> due = db.read(c -> Sql.list(c, "SELECT id, dedupe_key, kind, payload, attempts, COALESCE(retried_at, created_at) "
-                                                 + "FROM outbox "
-                                                 + "WHERE state = 'PENDING' AND next_attempt_at <= ? "
-                                                 + "ORDER BY next_attempt_at, id FETCH FIRST ? ROWS ONLY",
-                                              OutboxWorker::due, clock.instant(), config.batch()));
+        List<Due> due = due();
+        int sent = send(claim(deliverable(due)));
+        return new Pass(due.size(), sent, prune());
+    }
+
+    /** The rows due now, at most {@code batch}, oldest due first. The steps of a pass are apart for the tests. */
+    List<Due> due() {
+        return db.read(c -> Sql.list(c, "SELECT id, dedupe_key, kind, payload, attempts, COALESCE(retried_at, created_at) "
+                                        + "FROM outbox "
+                                        + "WHERE state = 'PENDING' AND next_attempt_at <= ? "
+                                        + "ORDER BY next_attempt_at, id FETCH FIRST ? ROWS ONLY",
+                                     OutboxWorker::due, clock.instant(), config.batch()));
+    }
+
+    /** The rows a receiver can take; the others are made DEAD now. */
+    private List<Due> deliverable(List<Due> due) {
+        List<Due> deliverable = new ArrayList<>();
+        for (Due row : due) {
+            if (pathOf(row.kind()) == null) {
+                // Nothing can deliver it, and waiting will not change that: visible at once rather than after a day.
+                dead(row, row.attempts(), "no receiver for kind '" + row.kind() + "' (known: *-email, refund)");
+            } else {
+                deliverable.add(row);
+            }
+        }
+        return deliverable;
+    }
+
+    /** One call for each claimed row, {@code concurrency} at a time; how many rows it marked SENT. */
+    int send(List<Due> claimed) throws InterruptedException {
         AtomicInteger sent = new AtomicInteger();
-        Scoped.each("outbox", due, config.concurrency(), row -> {
+        Scoped.each("outbox", claimed, config.concurrency(), row -> {
             if (Thread.currentThread().isInterrupted()) {
                 throw new InterruptedException("outbox pass stopped before row " + row.id());
             }
@@ -133,14 +161,51 @@ public final class OutboxWorker implements AutoCloseable {
                 sent.incrementAndGet();
             }
         });
-        return new Pass(due.size(), sent.get(), prune());
+        return sent.get();
+    }
+
+    /**
+     * Takes the rows for this pass's calls, all in one transaction (one commit, where a claim per row was one
+     * each); the rows another pass took first are left out. Each row's lease lasts until its call may have
+     * ended: a row waits for up to {@code ceil(rows / concurrency) - 1} calls before its own.
+     */
+    List<Due> claim(List<Due> rows) {
+        if (rows.isEmpty()) {
+            return rows;
+        }
+        Instant now = clock.instant();
+        long calls = (rows.size() + config.concurrency() - 1) / config.concurrency();
+        Instant leaseEnds = now.plus(config.callTimeout().multipliedBy(calls)).plus(LEASE_MARGIN);
+        int[] taken = db.write(c -> {
+            try (PreparedStatement ps = c.prepareStatement(
+                    "UPDATE outbox SET next_attempt_at = ?, attempts = attempts + 1 "
+                    + "WHERE id = ? AND state = 'PENDING' AND attempts = ? AND next_attempt_at <= ?")) {
+                for (Due row : rows) {
+                    Sql.set(ps, 1, leaseEnds);
+                    ps.setString(2, row.id());
+                    ps.setInt(3, row.attempts());
+                    Sql.set(ps, 4, now);
+                    ps.addBatch();
+                }
+                return ps.executeBatch();
+            }
+        });
+        List<Due> mine = new ArrayList<>(rows.size());
+        for (int i = 0; i < rows.size(); i++) {
+            if (taken[i] == 1) {
+                mine.add(rows.get(i));
+            } else {
+                claimsLost.incrementAndGet();
+            }
+        }
+        return mine;
     }
 
     /**
      * Deletes at most {@code prune-batch} SENT rows sent more than {@code retention} ago; how many. The rows
      * are found through {@code outbox_due (state, next_attempt_at)}: a SENT row's {@code next_attempt_at} is
-     * the end of the lease its last delivery took, at most {@code call-timeout} + {@link #LEASE_MARGIN} after
-     * it was sent, so a row is deleted at most that much later than its retention says, never sooner.
+     * the end of the lease its last delivery took, which ends after it was sent, so a row is deleted no sooner
+     * than its retention says, and at most a lease later.
      */
     int prune() {
         Instant before = clock.instant().minus(config.retention());
@@ -189,17 +254,9 @@ public final class OutboxWorker implements AutoCloseable {
         return claimsLost.get();
     }
 
+    /** One call for a row this pass has claimed, and its outcome written; true when the row is SENT. */
     private boolean deliver(Due row) throws InterruptedException {
         String path = pathOf(row.kind());
-        if (path == null) {
-            // Nothing can deliver it, and waiting will not change that: visible at once rather than after a day.
-            dead(row, row.attempts(), "no receiver for kind '" + row.kind() + "' (known: *-email, refund)");
-            return false;
-        }
-        if (!claim(row)) {
-            claimsLost.incrementAndGet();
-            return false;
-        }
         int attempt = row.attempts() + 1;
         String error;
         boolean permanent = false;
@@ -237,16 +294,6 @@ public final class OutboxWorker implements AutoCloseable {
             return config.emailPath();
         }
         return "refund".equals(kind) ? config.refundPath() : null;
-    }
-
-    /** Takes the row for one call; false when another pass took it first. */
-    private boolean claim(Due row) {
-        Instant now = clock.instant();
-        Instant leaseEnds = now.plus(config.callTimeout()).plus(LEASE_MARGIN);
-        int rows = db.write(c -> Sql.update(c, "UPDATE outbox SET next_attempt_at = ?, attempts = attempts + 1 "
-                                               + "WHERE id = ? AND state = 'PENDING' AND attempts = ? AND next_attempt_at <= ?",
-                                            leaseEnds, row.id(), row.attempts(), now));
-        return rows == 1;
     }
 
     private void markSent(Due row) {
@@ -304,7 +351,8 @@ public final class OutboxWorker implements AutoCloseable {
         }
     }
 
-    private record Due(String id, String dedupeKey, String kind, String payload, int attempts, Instant createdAt) {
+    /** A row due, as read: its {@code attempts} is the version its claim compares. */
+    record Due(String id, String dedupeKey, String kind, String payload, int attempts, Instant createdAt) {
     }
 
     private static Due due(ResultSet rs) throws SQLException {

@@ -321,25 +321,33 @@ class OutboxWorkerTest {
     void twoWorkersOnOneDatabaseNeverSendOneRowTwice() throws Exception {
         List<String> keys = IntStream.range(0, 20).mapToObj(i -> queue(EMAIL, "{\"to\":\"buyer" + i + "@example.com\"}"))
                 .toList();
-        // A short delay keeps both passes busy at once, so each reads rows the other is sending.
         app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
                                     .willReturn(aResponse().withStatus(202).withFixedDelay(20).withTransformers("ledger")));
         OutboxWorker first = worker(config());
         OutboxWorker second = worker(config());
-        List<OutboxWorker> both = List.of(first, second);
 
+        // Both passes read the same 20 due rows before either claims: the second claims half of them first,
+        // then the first claims all 20, then both send what they hold, at the same time.
+        List<OutboxWorker.Due> readByFirst = first.due();
+        List<OutboxWorker.Due> readBySecond = second.due();
+        List<OutboxWorker.Due> claimedBySecond = second.claim(readBySecond.subList(0, 10));
+        List<OutboxWorker.Due> claimedByFirst = first.claim(readByFirst);
         List<Integer> sent = Together.run(2, i -> {
             try {
-                return both.get(i).deliverDue();
+                return i == 0 ? first.send(claimedByFirst) : second.send(claimedBySecond);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("interrupted", e);
             }
         });
 
-        assertThat(sent.get(0) + sent.get(1)).isEqualTo(20);
-        assertThat(first.claimsLost() + second.claimsLost())
-                .as("both passes read rows the other had claimed; the claim decided who sends them").isPositive();
+        assertThat(readByFirst).hasSize(20);
+        assertThat(readBySecond).hasSize(20);
+        assertThat(claimedBySecond).hasSize(10);
+        assertThat(claimedByFirst).as("the rows the second had claimed are lost to the first").hasSize(10)
+                .doesNotContainAnyElementsOf(claimedBySecond);
+        assertThat(first.claimsLost()).isEqualTo(10);
+        assertThat(sent).containsExactly(10, 10);
         assertThat(emails()).extracting(Ledger.Delivery::key).containsExactlyInAnyOrderElementsOf(keys);
         assertThat(emails()).as("every row sent once").allSatisfy(d -> assertThat(d.times()).isEqualTo(1));
         assertThat(emailRequests()).hasSize(20);
@@ -484,6 +492,38 @@ class OutboxWorkerTest {
         } finally {
             receiver.stop(0);
         }
+    }
+
+    @Test
+    void aRowWaitingInItsPassForTheCallsBeforeItIsLeasedForThemAndNoOtherPassTakesIt() throws Exception {
+        // One call at a time, two rows: the second waits for the first call, so its lease must cover two calls.
+        Duration callTimeout = Duration.ofSeconds(2);
+        OutboxConfig config = new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", callTimeout, BACKOFF,
+                                               MAX_BACKOFF, 3, Duration.ofHours(24), 1, RETENTION, 500);
+        List<String> keys = List.of(queue(EMAIL, "{\"n\":1}"), queue(EMAIL, "{\"n\":2}"));
+        app.stubs().stubFor(post(urlPathEqualTo("/emails")).atPriority(1)
+                                    .willReturn(aResponse().withStatus(202).withFixedDelay(1000).withTransformers("ledger")));
+        OutboxWorker first = worker(config);
+        OutboxWorker second = worker(config);
+        AtomicReference<Integer> firstSent = new AtomicReference<>();
+        Thread pass = Thread.ofVirtual().start(() -> {
+            try {
+                firstSent.set(first.deliverDue());
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        await(() -> !emails().isEmpty(), "the first call reached the receiver");
+
+        // Past one call's lease (call-timeout + margin), within two calls' lease.
+        clock.advance(callTimeout.plus(OutboxWorker.LEASE_MARGIN).plusMillis(500));
+        int sentBySecond = second.deliverDue();
+        assertThat(pass.join(Duration.ofSeconds(10))).isTrue();
+
+        assertThat(sentBySecond).as("both rows are the first pass's until its calls may have ended").isZero();
+        assertThat(firstSent.get()).isEqualTo(2);
+        assertThat(emails()).extracting(Ledger.Delivery::key).containsExactlyInAnyOrderElementsOf(keys);
+        assertThat(emails()).as("each sent once").allSatisfy(d -> assertThat(d.times()).isEqualTo(1));
     }
 
     @Test
