@@ -62,8 +62,8 @@ public final class Scoped {
     }
 
     /**
-     * Runs {@code action} on every item, at most {@code atOnce} at a time (each on a thread of its own, the
-     * items taken in order), and returns once every one is done. No deadline: each action bounds itself. The
+     * Runs {@code action} on every item, at most {@code atOnce} at a time (on up to {@code atOnce} threads,
+     * each taking the next item in order when its last is done), and returns once every one is done. No deadline: each action bounds itself. The
      * first action to fail interrupts the others, and its exception leaves here once they have ended (one
      * that threw {@link InterruptedException} of its own as a {@link SubtaskFailed}); an interrupt of the
      * caller's thread interrupts them all and leaves as {@link InterruptedException}.
