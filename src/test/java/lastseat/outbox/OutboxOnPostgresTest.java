@@ -1,9 +1,7 @@
 package lastseat.outbox;
 
 import lastseat.config.OutboxConfig;
-import lastseat.config.OutsideConfig;
 import lastseat.db.Database;
-import lastseat.outside.OutsideHttp;
 import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
 import lastseat.support.TestClock;
@@ -14,7 +12,6 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.time.Duration;
-import java.util.Map;
 import java.util.UUID;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -32,13 +29,7 @@ class OutboxOnPostgresTest {
     // The app's own worker waits an hour between passes, so that the rows are the test worker's to send.
     @RegisterExtension
     @Order(2)
-    static final LastseatApp app = LastseatApp.with(withSlowWorker(database.settings()));
-
-    private static Map<String, String> withSlowWorker(Map<String, String> settings) {
-        Map<String, String> all = new java.util.HashMap<>(settings);
-        all.put("outbox.interval", "1h");
-        return all;
-    }
+    static final LastseatApp app = LastseatApp.with(database.settings("outbox.interval", "1h"));
 
     @Test
     void aConfirmationEmailIsSentThenDeletedOnceItsRetentionHasPassedOnPostgresql() throws Exception {
@@ -52,7 +43,8 @@ class OutboxOnPostgresTest {
         OutboxConfig config = new OutboxConfig(Duration.ofMillis(50), 50, "/emails", "/refunds", Duration.ofSeconds(2),
                                                Duration.ofSeconds(1), Duration.ofMinutes(5), 3, Duration.ofHours(24), 4,
                                                Duration.ofHours(1), 500);
-        try (OutboxWorker worker = new OutboxWorker(db, http(), config, clock)) {
+        try (OutboxWorker worker = new OutboxWorker(db, OutboxWorkerTest.http("http://127.0.0.1:" + app.testApp().stubs.port()),
+                                                    config, clock)) {
             OutboxWorker.Pass sending = worker.pass();
             String stateAfterSending = OutboxQuery.find(db, key).orElseThrow().state();
             clock.advance(Duration.ofHours(2));
@@ -65,11 +57,5 @@ class OutboxOnPostgresTest {
         }
         Invariants.hold(app, event);
         Invariants.resourcesCameBack(app);
-    }
-
-    private static OutsideHttp http() {
-        return new OutsideHttp(new OutsideConfig("http://127.0.0.1:" + app.testApp().stubs.port(), Duration.ofSeconds(1),
-                                                 Duration.ofSeconds(5), Duration.ofMillis(100), 65536,
-                                                 Duration.ofMinutes(10), 32));
     }
 }

@@ -583,7 +583,8 @@ class OutboxWorkerTest {
         return http("http://127.0.0.1:" + target.stubs.port());
     }
 
-    private static OutsideHttp http(String baseUrl) {
+    /** An HTTP client as Services builds one, to {@code baseUrl}. */
+    static OutsideHttp http(String baseUrl) {
         return new OutsideHttp(new OutsideConfig(baseUrl, Duration.ofSeconds(1),
                                                  Duration.ofSeconds(5), Duration.ofMillis(100), 65536,
                                                  Duration.ofMinutes(10), 32));

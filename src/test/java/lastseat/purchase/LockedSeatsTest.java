@@ -14,7 +14,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
@@ -44,7 +43,7 @@ class LockedSeatsTest {
     @RegisterExtension
     @org.junit.jupiter.api.Order(2)
     // Long, so that a buyer that waits behind a lock on a busy machine gets the seat when the holder lets go.
-    static final LastseatApp app = LastseatApp.with(with(database.settings(), "db.lock-timeout", "10s"));
+    static final LastseatApp app = LastseatApp.with(database.settings("db.lock-timeout", "10s"));
 
     /** How long the unsafe claim waits before it gives up (its own transaction's bound). */
     private static final Duration UNSAFE_WAIT = Duration.ofSeconds(1);
@@ -204,11 +203,5 @@ class LockedSeatsTest {
 
     private static Purchases purchases() {
         return app.services().purchases();
-    }
-
-    private static Map<String, String> with(Map<String, String> settings, String key, String value) {
-        Map<String, String> all = new java.util.HashMap<>(settings);
-        all.put(key, value);
-        return Map.copyOf(all);
     }
 }

@@ -339,14 +339,15 @@ public final class Bench {
                     .willReturn(delayed(aResponse().withStatus(202).withTransformers("ledger"), emailMillis)));
             try (ServerProcess server = server("outbox-" + emailMillis, Map.of())) {
                 warmUp(server);
-                OnSale.Settled warm = new OnSale(this, false).settle(server);
+                OnSale settling = new OnSale(this, false);
+                OnSale.Settled warm = settling.settle(server);
                 String event = newEvent(server, n);
                 long start = System.nanoTime();
                 List<String> kinds = closed(32, n, i -> kind(purchase(server, event)));
                 double buying = (System.nanoTime() - start) / 1e9;
                 int confirmed = (int) kinds.stream().filter("201"::equals).count();
                 int waiting = lastseat.on(server.instance()).outbox("pending").path("count").asInt();
-                OnSale.Settled settled = new OnSale(this, false).settle(server);
+                OnSale.Settled settled = settling.settle(server);
                 double sending = (System.nanoTime() - start) / 1e9;
                 double confirmedPerSecond = confirmed / buying;
                 // A queue not emptied within the settling bound is counted by what was sent meanwhile.

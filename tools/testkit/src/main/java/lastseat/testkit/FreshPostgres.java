@@ -53,6 +53,13 @@ public final class FreshPostgres implements BeforeAllCallback, AfterAllCallback,
         return Map.of("db.url", url(), "db.user", "postgres", "db.password", "");
     }
 
+    /** {@link #settings()} and one key more. */
+    public Map<String, String> settings(String key, String value) {
+        Map<String, String> all = new java.util.HashMap<>(settings());
+        all.put(key, value);
+        return Map.copyOf(all);
+    }
+
     /** Creates the database, or skips (fails, in CI) {@code testClass} naming why not. */
     public void create(String testClass) {
         try (Connection c = DriverManager.getConnection(SERVER + "postgres", "postgres", "");
