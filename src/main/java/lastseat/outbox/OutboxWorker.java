@@ -209,10 +209,27 @@ public final class OutboxWorker implements AutoCloseable {
      */
     int prune() {
         Instant before = clock.instant().minus(config.retention());
-        return db.write(c -> Sql.update(c, "DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state = 'SENT' "
-                                           + "AND next_attempt_at < ? AND sent_at < ? ORDER BY next_attempt_at "
-                                           + "FETCH FIRST " + config.pruneBatch() + " ROWS ONLY)",
-                                        before, before));
+        // Picked first, then deleted by id: H2 walks a DELETE's "IN (SELECT ... FETCH FIRST n)" lazily along the
+        // index the DELETE is changing, and deleted fewer than n whenever rows tied on next_attempt_at.
+        return db.inTransaction(c -> {
+            List<String> old = Sql.list(c, "SELECT id FROM outbox WHERE state = 'SENT' AND next_attempt_at < ? AND sent_at < ? "
+                                           + "ORDER BY next_attempt_at FETCH FIRST " + config.pruneBatch() + " ROWS ONLY",
+                                        rs -> rs.getString(1), before, before);
+            if (old.isEmpty()) {
+                return 0;
+            }
+            int deleted = 0;
+            try (PreparedStatement ps = c.prepareStatement("DELETE FROM outbox WHERE id = ? AND state = 'SENT'")) {
+                for (String id : old) {
+                    ps.setString(1, id);
+                    ps.addBatch();
+                }
+                for (int rows : ps.executeBatch()) {
+                    deleted += Math.max(rows, 0);
+                }
+            }
+            return deleted;
+        });
     }
 
     /** What an operator's retry of one row did. */
