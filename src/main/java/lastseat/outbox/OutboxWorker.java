@@ -210,14 +210,17 @@ public final class OutboxWorker implements AutoCloseable {
     int prune() {
         Instant before = clock.instant().minus(config.retention());
         // Picked first, then deleted by id: H2 walks a DELETE's "IN (SELECT ... FETCH FIRST n)" lazily along the
-        // index the DELETE is changing, and deleted fewer than n whenever rows tied on next_attempt_at.
+        // index the DELETE is changing, and deleted fewer than n whenever rows tied on next_attempt_at. Picked by
+        // a read, so that a pass with nothing to delete (nearly every pass) opens no write transaction.
+        List<String> old = db.read(c -> Sql.list(c, "SELECT id FROM outbox WHERE state = 'SENT' AND next_attempt_at < ? "
+                                                    + "AND sent_at < ? ORDER BY next_attempt_at FETCH FIRST "
+                                                    + config.pruneBatch() + " ROWS ONLY",
+                                                 rs -> rs.getString(1), before, before));
+        if (old.isEmpty()) {
+            return 0;
+        }
+        // One statement text whatever the count (a list of ? per count would fill the parsed-statement cache).
         return db.inTransaction(c -> {
-            List<String> old = Sql.list(c, "SELECT id FROM outbox WHERE state = 'SENT' AND next_attempt_at < ? AND sent_at < ? "
-                                           + "ORDER BY next_attempt_at FETCH FIRST " + config.pruneBatch() + " ROWS ONLY",
-                                        rs -> rs.getString(1), before, before);
-            if (old.isEmpty()) {
-                return 0;
-            }
             int deleted = 0;
             try (PreparedStatement ps = c.prepareStatement("DELETE FROM outbox WHERE id = ? AND state = 'SENT'")) {
                 for (String id : old) {
