@@ -13,7 +13,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Locale;
 import java.util.LongSummaryStatistics;
@@ -134,6 +136,33 @@ final class OnSale {
         }
     }
 
+    /**
+     * The {@code n} slowest answers with {@code status} (from their intended start), each with its server time and
+     * its purchase's timeline as durations: whether the tail is one step or the whole request waiting.
+     */
+    private List<String> slowest(ServerProcess server, Bench.Load load, int status, int n) {
+        return load.answers.stream().filter(a -> a.status() == status)
+                .sorted(Comparator.comparingLong((Bench.Load.Answer a) -> a.end() - a.intended()).reversed())
+                .limit(n)
+                .map(a -> {
+                    StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%d ms from its intended start, server time %d ms:",
+                            (a.end() - a.intended()) / 1_000_000, a.answer().serverMillis()));
+                    String id = a.answer().json().path("id").asText("");
+                    Instant first = null;
+                    for (JsonNode step : id.isEmpty() ? List.<JsonNode>of() : client(server).purchaseView(id).path("timeline")) {
+                        Instant started = Instant.parse(step.path("startedAt").asText());
+                        first = first == null ? started : first;
+                        String ended = step.path("endedAt").asText("");
+                        line.append(String.format(Locale.ROOT, " %s +%d %s;", step.path("step").asText(),
+                                Duration.between(first, started).toMillis(),
+                                ended.isEmpty() || ended.equals("null") ? "open"
+                                        : Duration.between(started, Instant.parse(ended)).toMillis() + " ms"));
+                    }
+                    return line.toString();
+                })
+                .toList();
+    }
+
     /** The 503s' server time p99 in each 5 s of intended arrivals: whether the tail is the overload's first seconds or all of it. */
     private static String shedByWindow(Bench.Load load) {
         long first = load.answers.stream().mapToLong(Bench.Load.Answer::intended).min().orElse(0);
@@ -232,6 +261,9 @@ final class OnSale {
         System.out.println("   light (" + database + "): lastseat's CPU by thread: " + measured.split());
         System.out.printf(Locale.ROOT, "   light (%s): %.0f ms of lastseat CPU until settled (%s), %d seats sold (%d answered 201)%n",
                           database, cpu, settled, sold, load.count(201));
+
+        System.out.println("   light (" + database + "): the slowest confirmed purchases, where their time went:");
+        slowest(server, load, 201, 3).forEach(line -> System.out.println("     " + line));
 
         String phase = "on-sale light load, " + (int) rate + "/s for " + length.toSeconds() + " s";
         if (database.equals("H2 file")) {
