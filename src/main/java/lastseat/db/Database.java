@@ -206,6 +206,15 @@ public final class Database implements AutoCloseable {
      * at the latest, and a wait that ends there is {@link DatabaseBusy} (rolled back, nothing changed).
      */
     public <T> T inTransaction(Deadline deadline, SqlWork<T> work) {
+        try {
+            // On an H2 file the commit's wait for its chunk comes after the connection is back in the pool.
+            return gated ? H2CommitGate.writtenAfter(() -> transaction(deadline, work)) : transaction(deadline, work);
+        } catch (SQLException e) {
+            throw failure(e);
+        }
+    }
+
+    private <T> T transaction(Deadline deadline, SqlWork<T> work) throws SQLException {
         try (Connection connection = connection(deadline)) {
             connection.setAutoCommit(false);
             // On H2 the bound is the session's, so it is put back after the transaction; PostgreSQL's
@@ -218,8 +227,6 @@ public final class Database implements AutoCloseable {
                     restoreLockTimeout(connection);
                 }
             }
-        } catch (SQLException e) {
-            throw failure(e);
         }
     }
 
@@ -385,12 +392,18 @@ public final class Database implements AutoCloseable {
 
     /** {@link #write(SqlWork)} for a request due by {@code deadline}: the wait for a connection as for {@link #read(Deadline, SqlWork)}. */
     public <T> T write(Deadline deadline, SqlWork<T> work) {
-        try (Connection connection = connection(deadline)) {
+        try {
             if (!gated) {
-                return work.run(connection);
+                try (Connection connection = connection(deadline)) {
+                    return work.run(connection);
+                }
             }
-            connection.setAutoCommit(false);
-            return commitOrRollBack(connection, work);
+            return H2CommitGate.writtenAfter(() -> {
+                try (Connection connection = connection(deadline)) {
+                    connection.setAutoCommit(false);
+                    return commitOrRollBack(connection, work);
+                }
+            });
         } catch (SQLException e) {
             throw failure(e);
         }

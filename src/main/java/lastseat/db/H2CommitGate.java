@@ -48,6 +48,7 @@ import java.util.logging.Logger;
  * side; a chunk's contents are collected under the write lock, by one committer at a time, and H2
  * serializes and saves it on two threads of the gate's while commits go on ending. A commit returns once
  * a chunk collected after it ended has been saved; one chunk serves every commit that ended before it.
+ * {@link Database} waits for that after its connection is back in the pool ({@link #writtenAfter}).
  *
  * <p>Why: H2 2.5.252 writes a chunk from its maps' roots collected one map after another, while other
  * threads' commits go on turning their changes committed, map by map too. A commit caught in between
@@ -247,6 +248,79 @@ final class H2CommitGate implements DataSource {
         }
     }
 
+    /**
+     * The commits made by the body {@link #writtenAfter} runs on this thread: they return as soon as H2
+     * has them, and the body waits for their chunk once its connection is back in the pool.
+     */
+    private static final ThreadLocal<Unwritten> UNWRITTEN = new ThreadLocal<>();
+
+    /** Work on pooled connections that ends by closing them. */
+    @FunctionalInterface
+    interface Body<T> {
+        T run() throws SQLException;
+    }
+
+    /**
+     * Runs {@code body}, whose commits through the gate return once H2 has them instead of once they are
+     * written, then waits until every one of them is written: {@code body} closes its connection, so
+     * the pool has it back while the commit waits for its chunk. Returns, or throws what {@code body}
+     * threw, only after its commits are written; a chunk H2 failed to write fails this call as it would
+     * have failed the commit. Nested, each body waits for its own commits.
+     *
+     * <p>Why: a commit waits for the next chunk, which takes as long as a housekeeping pass holds the
+     * writer (hundreds of milliseconds during an on-sale); on the connection, that wait emptied the pool,
+     * and every request's key read and every refused buyer's read waited with it. The commit is visible
+     * to other connections as soon as H2 has it either way; only its caller waits for the file.
+     */
+    static <T> T writtenAfter(Body<T> body) throws SQLException {
+        Unwritten outer = UNWRITTEN.get();
+        Unwritten mine = new Unwritten();
+        UNWRITTEN.set(mine);
+        T result;
+        try {
+            result = body.run();
+        } catch (SQLException | RuntimeException | Error e) {
+            try {
+                mine.await();
+            } catch (SQLException | RuntimeException unwritten) {
+                e.addSuppressed(unwritten);
+            }
+            throw e;
+        } finally {
+            if (outer == null) {
+                UNWRITTEN.remove();
+            } else {
+                UNWRITTEN.set(outer);
+            }
+        }
+        mine.await();
+        return result;
+    }
+
+    /** The newest commit a {@link #writtenAfter} body made and has not waited for yet. */
+    private static final class Unwritten {
+        private Gate gate;
+        private long ended;
+
+        /** Takes over the wait for a commit that ended at {@code ended}; false when it is another file's (waited for at once). */
+        boolean take(Gate gate, long ended) {
+            if (this.gate != null && this.gate != gate) {
+                return false;
+            }
+            this.gate = gate;
+            this.ended = Math.max(this.ended, ended);
+            return true;
+        }
+
+        void await() throws SQLException {
+            if (gate != null) {
+                Gate waited = gate;
+                gate = null;
+                waited.awaitWritten(ended);
+            }
+        }
+    }
+
     /** Whether connections to {@code url} need the gate: an H2 file opened in this process. */
     static boolean needed(String url) {
         return url.startsWith("jdbc:h2:async:");
@@ -427,6 +501,32 @@ final class H2CommitGate implements DataSource {
             }
         }
 
+        /**
+         * Returns once a chunk holding the commit that ended at {@code ended} is written, collecting it
+         * if no other committer is; then starts a housekeeping pass if one is due.
+         */
+        void awaitWritten(long ended) throws SQLException {
+            // Not interruptible, like the commit itself: a commit abandoned here would be lost, not undone.
+            while (!collectedSince(ended)) {
+                if (writer.tryLock()) {
+                    try {
+                        // The chunks on their way are written first, while commits go on ending: the next
+                        // chunk then holds all of them (many commits, one chunk).
+                        written();
+                        collect(ended);
+                    } finally {
+                        writer.unlock();
+                    }
+                    break;
+                }
+                // Another committer is collecting a chunk: wait for it, then see whether it holds this commit.
+                writer.lock();
+                writer.unlock();
+            }
+            written();
+            housekeepIfDue();
+        }
+
         /** Starts a housekeeping pass on its own thread when one is due; called after each commit. */
         void housekeepIfDue() {
             if (housekeeper == null) {
@@ -540,7 +640,8 @@ final class H2CommitGate implements DataSource {
      * Passes every call to the H2 connection. One that ends a transaction with changes runs under the
      * gate's read lock — ends run side by side — and a commit's then has a chunk collected under the
      * write lock, which waits for every end under way and holds off new ones: every commit that ended
-     * before is in the chunk whole, and the commit returns only once the chunk is written.
+     * before is in the chunk whole, and the commit returns only once the chunk is written — or, inside
+     * {@link #writtenAfter}, at once, and the body waits for the chunk after closing its connection.
      */
     private record Gated(H2CommitGate source, Connection h2, SessionLocal session, MVStore store, Gate gate)
             implements InvocationHandler {
@@ -586,25 +687,10 @@ final class H2CommitGate implements DataSource {
             } finally {
                 gate.ends.readLock().unlock();
             }
-            // Not interruptible, like the commit itself: a commit abandoned here would be lost, not undone.
-            while (!gate.collectedSince(ended)) {
-                if (gate.writer.tryLock()) {
-                    try {
-                        // The chunks on their way are written first, while commits go on ending: the next
-                        // chunk then holds all of them (many commits, one chunk).
-                        gate.written();
-                        gate.collect(ended);
-                    } finally {
-                        gate.writer.unlock();
-                    }
-                    break;
-                }
-                // Another committer is collecting a chunk: wait for it, then see whether it holds this commit.
-                gate.writer.lock();
-                gate.writer.unlock();
+            Unwritten unwritten = UNWRITTEN.get();
+            if (unwritten == null || !unwritten.take(gate, ended)) {
+                gate.awaitWritten(ended);
             }
-            gate.written();
-            gate.housekeepIfDue();
             return result;
         }
 
