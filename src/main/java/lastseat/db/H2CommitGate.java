@@ -268,9 +268,13 @@ final class H2CommitGate implements DataSource {
      * have failed the commit. Nested, each body waits for its own commits.
      *
      * <p>Why: a commit waits for the next chunk, which takes as long as a housekeeping pass holds the
-     * writer (hundreds of milliseconds during an on-sale); on the connection, that wait emptied the pool,
-     * and every request's key read and every refused buyer's read waited with it. The commit is visible
-     * to other connections as soon as H2 has it either way; only its caller waits for the file.
+     * writer (hundreds of milliseconds during an on-sale); on the connection, that wait could empty the
+     * pool, and every request's key read and every refused buyer's read waited with it. The commit is
+     * visible to other connections as soon as H2 has it either way; only its caller waits for the file.
+     *
+     * <p>Hazard: between its commit and the wait, a kill can still lose the commit, so {@code body} does
+     * nothing after committing but close its connection; nothing outside hears of the commit before
+     * this returns.
      */
     static <T> T writtenAfter(Body<T> body) throws SQLException {
         Unwritten outer = UNWRITTEN.get();
