@@ -29,8 +29,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
  * housekeeping pass holds the gate. Made to happen here by keeping H2's saving thread busy (a slow disk,
  * as the gate sees it), with two committers on a pool of two connections. The unsafe variant, commits
  * that wait on their connections, leaves the next read none for the whole wait; {@link Database#inTransaction}
- * waits with the connection back in the pool, so the read runs and sees both commits, and each
- * transaction still returns only once its chunk is in the file.
+ * and {@link Database#write} wait with the connection back in the pool, so the read runs and sees both
+ * commits, and each still returns only once its chunk is in the file.
  */
 class CommitWaitTest {
     private static final String INSERT = "INSERT INTO notes (id) VALUES (?)";
@@ -64,7 +64,9 @@ class CommitWaitTest {
                     return rows;
                 }), Thread::startVirtualThread)).toList();
         awaitWaitingFor(saver);
+        Instant giveUp = Instant.now().plusSeconds(10);
         while (db.activeConnections() < 2) {
+            assertThat(Instant.now()).as("both committers on a connection").isBefore(giveUp);
             Thread.sleep(5);
         }
 
@@ -80,9 +82,19 @@ class CommitWaitTest {
 
     @Test
     void transactionsWaitForTheirChunkWithTheirConnectionsBackInThePool() throws Exception {
+        waitWithConnectionsBackInThePool(id -> db.inTransaction(c -> Sql.update(c, INSERT, id)));
+    }
+
+    @Test
+    void writesWaitForTheirChunkWithTheirConnectionsBackInThePool() throws Exception {
+        waitWithConnectionsBackInThePool(id -> db.write(c -> Sql.update(c, INSERT, id)));
+    }
+
+    /** Both committers through {@code commit}, which fills the pool if it keeps its connection while it waits. */
+    private void waitWithConnectionsBackInThePool(java.util.function.IntFunction<Integer> commit) throws Exception {
         ThreadPoolExecutor saver = slowDisk();
         List<CompletableFuture<Integer>> committers = List.of(1, 2).stream().map(id -> CompletableFuture.supplyAsync(
-                () -> db.inTransaction(c -> Sql.update(c, INSERT, id)), Thread::startVirtualThread)).toList();
+                () -> commit.apply(id), Thread::startVirtualThread)).toList();
         awaitWaitingFor(saver);
         Instant giveUp = Instant.now().plusSeconds(10);
         List<Integer> seen;
