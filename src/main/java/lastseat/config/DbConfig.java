@@ -17,15 +17,19 @@ import java.time.Duration;
  * @param lockTimeout       {@code db.lock-timeout}
  * @param h2HousekeepingInterval {@code db.h2-housekeeping-interval}: how often, at most, an H2 file's unused
  *                          space is given back to new commits ({@code H2CommitGate}); zero: never, the file only grows
+ * @param h2CacheMegabytes  {@code db.h2-cache-megabytes}: an H2 file's page cache (H2's {@code CACHE_SIZE}), which also
+ *                          holds every page written; a housekeeping pass that finds the pages it rewrites there holds
+ *                          commits back for less time
  */
 public record DbConfig(String url, String user, String password, int poolSize, Duration connectionTimeout,
-                       Duration lockTimeout, Duration h2HousekeepingInterval) {
+                       Duration lockTimeout, Duration h2HousekeepingInterval, int h2CacheMegabytes) {
 
     public DbConfig {
         Check.between("db.pool-size", poolSize, 2, 200);
         Check.between("db.connection-timeout", connectionTimeout, Duration.ofMillis(250), Duration.ofMinutes(1));
         Check.between("db.lock-timeout", lockTimeout, Duration.ofMillis(10), Duration.ofMinutes(1));
         Check.zeroOrBetween("db.h2-housekeeping-interval", h2HousekeepingInterval, Duration.ofMillis(100), Duration.ofMinutes(1));
+        Check.between("db.h2-cache-megabytes", h2CacheMegabytes, 1, 16_384);
     }
 
     static DbConfig read(Reader keys) {
@@ -36,7 +40,8 @@ public record DbConfig(String url, String user, String password, int poolSize, D
                 keys.integer("db.pool-size"),
                 keys.duration("db.connection-timeout"),
                 keys.duration("db.lock-timeout"),
-                keys.duration("db.h2-housekeeping-interval"));
+                keys.duration("db.h2-housekeeping-interval"),
+                keys.integer("db.h2-cache-megabytes"));
     }
 
     /** The whole configuration may be printed; the password must not be. */
@@ -44,6 +49,6 @@ public record DbConfig(String url, String user, String password, int poolSize, D
     public String toString() {
         return "DbConfig[url=" + url + ", user=" + user + ", password=" + (password == null || password.isEmpty() ? "" : "***")
                + ", poolSize=" + poolSize + ", connectionTimeout=" + connectionTimeout + ", lockTimeout=" + lockTimeout
-               + ", h2HousekeepingInterval=" + h2HousekeepingInterval + "]";
+               + ", h2HousekeepingInterval=" + h2HousekeepingInterval + ", h2CacheMegabytes=" + h2CacheMegabytes + "]";
     }
 }

@@ -45,7 +45,7 @@ public final class Database implements AutoCloseable {
     public static Database open(DbConfig config) {
         HikariConfig hikari = new HikariConfig();
         hikari.setPoolName("lastseat");
-        String url = durable(config.url());
+        String url = cached(durable(config.url()), config.h2CacheMegabytes());
         if (H2CommitGate.needed(url)) {
             hikari.setDataSource(new H2CommitGate(url, config.user(), config.password(), config.h2HousekeepingInterval()));
         } else {
@@ -145,9 +145,25 @@ public final class Database implements AutoCloseable {
         return durable;
     }
 
+    /**
+     * An H2 file's URL ({@link #durable}) with its page cache set to {@code megabytes} ({@code CACHE_SIZE}), unless
+     * the URL sets one. H2 puts every page it writes into that cache too, so with its own 16 MB the pages a
+     * housekeeping pass rewrites (the few still live in the emptiest parts of the file) had mostly left it, and
+     * the pass read them back from the file while it held every commit back
+     * ({@code docs/BENCHMARKS.md}, "H2's page cache").
+     *
+     * <p>Hazard: the cache is heap, up to {@code megabytes} and a quarter more for the chunks' tables of contents,
+     * and it spares the pass only pages that have not left it yet: where pages are written faster than the cache
+     * turns over (tens of megabytes a second), a pass reads them back as before.
+     */
+    static String cached(String durable, int megabytes) {
+        return durable.startsWith("jdbc:h2:async:") ? unlessSet(durable, "CACHE_SIZE", Integer.toString(megabytes * 1024)) : durable;
+    }
+
     /** {@code url} with {@code ;name=value} added, unless the URL names that setting already (any case). */
     private static String unlessSet(String url, String name, String value) {
-        return url.toUpperCase(java.util.Locale.ROOT).contains(name) ? url : url + ";" + name + "=" + value;
+        // ";NAME=", so that a setting whose name ends another's (CACHE_SIZE, QUERY_CACHE_SIZE) is not taken for it.
+        return url.toUpperCase(java.util.Locale.ROOT).contains(";" + name + "=") ? url : url + ";" + name + "=" + value;
     }
 
     /**

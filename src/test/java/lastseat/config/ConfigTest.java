@@ -86,6 +86,9 @@ class ConfigTest {
             "db.lock-timeout, 0ms",
             "db.h2-housekeeping-interval, 50ms",
             "db.h2-housekeeping-interval, 2m",
+            "db.h2-cache-megabytes, 0",
+            "db.h2-cache-megabytes, 16385",
+            "db.h2-cache-megabytes, 128MB",
             "drills.enabled, maybe",
             "demo.create-event, 1",
             "demo.create-keys, yes",
@@ -274,7 +277,7 @@ class ConfigTest {
 
     @Test
     void thePasswordIsNotPrinted() {
-        DbConfig db = new DbConfig("jdbc:h2:mem:x", "sa", "hunter2", 4, Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1));
+        DbConfig db = new DbConfig("jdbc:h2:mem:x", "sa", "hunter2", 4, Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16);
 
         assertThat(db.toString()).doesNotContain("hunter2").contains("jdbc:h2:mem:x");
     }

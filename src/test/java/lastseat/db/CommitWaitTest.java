@@ -42,7 +42,7 @@ class CommitWaitTest {
     @BeforeEach
     void open() {
         db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("live").resolve("gated"), "sa", "", 2,
-                                        Duration.ofMillis(500), Duration.ofSeconds(2), Duration.ofSeconds(1)));
+                                        Duration.ofMillis(500), Duration.ofSeconds(2), Duration.ofSeconds(1), 16));
         db.inTransaction(c -> Sql.update(c, "CREATE TABLE notes (id INT PRIMARY KEY)"));
     }
 
@@ -113,7 +113,7 @@ class CommitWaitTest {
         Path copy = Files.createDirectories(dir.resolve("copy"));
         Files.copy(dir.resolve("live").resolve("gated.mv.db"), copy.resolve("gated.mv.db"));
         try (Database copied = Database.open(new DbConfig("jdbc:h2:file:" + copy.resolve("gated"), "sa", "", 2,
-                                                          Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1)))) {
+                                                          Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16))) {
             List<Integer> inCopy = copied.read(c -> Sql.list(c, "SELECT id FROM notes ORDER BY id", rs -> rs.getInt(1)));
             assertThat(inCopy).as("the file as a kill would leave it once both returned").containsExactly(1, 2);
         }

@@ -24,7 +24,7 @@ class DatabaseBusyTest {
     @Test
     void aRequestThatFindsEveryConnectionTakenIsA503WithRetryAfter() throws Exception {
         try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + Files.createTempDirectory("lastseat-busy").resolve("db"),
-                                                      "sa", "", 2, Duration.ofMillis(250), Duration.ofSeconds(1), Duration.ofSeconds(1)))) {
+                                                      "sa", "", 2, Duration.ofMillis(250), Duration.ofSeconds(1), Duration.ofSeconds(1), 16))) {
             CountDownLatch taken = new CountDownLatch(2);
             CountDownLatch release = new CountDownLatch(1);
             for (int i = 0; i < 2; i++) {

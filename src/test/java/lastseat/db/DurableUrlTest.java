@@ -12,7 +12,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 /**
  * The settings an H2 file is opened with: each commit in the file before it returns, findable after
- * kill -9, and a purchase's statements parsed once per connection.
+ * kill -9, a purchase's statements parsed once per connection, and the page cache the configuration names.
  */
 class DurableUrlTest {
 
@@ -44,13 +44,29 @@ class DurableUrlTest {
     @Test
     void anH2FileKeepsAPurchasesWorthOfParsedStatementsAndTheDatabaseSaysSo(@TempDir Path dir) {
         try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 2,
-                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1)))) {
+                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16))) {
             List<String> size = db.read(c -> Sql.list(c, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = ?",
                                                       rs -> rs.getString(1), "QUERY_CACHE_SIZE"));
             assertThat(size).containsExactly(Integer.toString(Database.H2_PARSED_STATEMENTS));
         }
         assertThat(Database.durable("jdbc:h2:file:/tmp/x;query_cache_size=4")).as("a size the URL sets is kept").isEqualTo(
                 "jdbc:h2:async:/tmp/x;query_cache_size=4;WRITE_DELAY=0;REUSE_SPACE=FALSE;DB_CLOSE_ON_EXIT=FALSE");
+    }
+
+    @Test
+    void anH2FileGetsThePageCacheItsConfigurationNamesAndTheDatabaseSaysSo(@TempDir Path dir) {
+        try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 2,
+                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 48))) {
+            List<String> megabytes = db.read(c -> Sql.list(c, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = ?",
+                                                           rs -> rs.getString(1), "info.CACHE_MAX_SIZE"));
+            assertThat(megabytes).as("H2's own default is 16").containsExactly("48");
+        }
+        String durable = Database.durable("jdbc:h2:file:/tmp/x");
+        assertThat(Database.cached(durable, 48)).as("QUERY_CACHE_SIZE is not taken for it").isEqualTo(durable + ";CACHE_SIZE=49152");
+        assertThat(Database.cached(Database.durable("jdbc:h2:file:/tmp/x;cache_size=1024"), 48)).as("a size the URL sets is kept")
+                .isEqualTo(Database.durable("jdbc:h2:file:/tmp/x;cache_size=1024"));
+        assertThat(Database.cached(Database.durable("jdbc:h2:mem:t"), 48)).as("no file, no page cache").isEqualTo(Database.durable("jdbc:h2:mem:t"));
+        assertThat(Database.cached("jdbc:postgresql://127.0.0.1:5432/test", 48)).isEqualTo("jdbc:postgresql://127.0.0.1:5432/test");
     }
 
     @Test

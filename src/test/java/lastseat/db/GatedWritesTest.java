@@ -120,6 +120,6 @@ class GatedWritesTest {
 
     private static DbConfig config(Path dir) {
         return new DbConfig("jdbc:h2:file:" + dir.resolve("gated").toAbsolutePath(), "sa", "", 4,
-                            Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1));
+                            Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16);
     }
 }

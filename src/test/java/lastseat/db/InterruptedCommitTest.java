@@ -47,7 +47,7 @@ class InterruptedCommitTest {
     void theDatabaseAsLastseatOpensItSurvivesAnInterruptedCommitAndKeepsTheFlag() throws Exception {
         Path dir = Files.createTempDirectory("lastseat-interrupt");
         try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 4,
-                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1)))) {
+                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16))) {
             AtomicBoolean flagKept = new AtomicBoolean();
             AtomicReference<Throwable> failure = new AtomicReference<>();
 

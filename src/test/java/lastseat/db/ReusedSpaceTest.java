@@ -65,7 +65,7 @@ class ReusedSpaceTest {
     private long gated(Path at, Duration housekeeping, boolean check) throws Exception {
         Files.createDirectories(at);
         try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + at.resolve("gated").toAbsolutePath(), "sa", "", 4,
-                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), housekeeping))) {
+                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), housekeeping, 16))) {
             db.inTransaction(c -> {
                 create(c);
                 return null;

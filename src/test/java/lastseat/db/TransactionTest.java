@@ -25,7 +25,7 @@ class TransactionTest {
     @BeforeEach
     void open() {
         db = Database.open(new DbConfig("jdbc:h2:mem:tx-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1", "sa", "", 2,
-                                        Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1)));
+                                        Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16));
         db.inTransaction(c -> Sql.update(c, "CREATE TABLE halves (id INT PRIMARY KEY)"));
     }
 

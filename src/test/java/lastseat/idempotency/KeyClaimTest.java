@@ -38,7 +38,7 @@ class KeyClaimTest {
     @BeforeEach
     void open() {
         db = Database.open(new DbConfig("jdbc:h2:mem:keys-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1", "sa", "", 2,
-                                        Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1)));
+                                        Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16));
         keys = new IdempotencyKeys(db, clock, STALE_AFTER);
         key = UUID.randomUUID().toString();
     }

@@ -41,7 +41,7 @@ class OutboxRoutesTest {
     @BeforeAll
     static void start() {
         db = Database.open(new DbConfig("jdbc:h2:mem:outbox-routes-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1", "sa", "", 4,
-                                        Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1)));
+                                        Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16));
         server = WebServer.builder()
                 .host("127.0.0.1")
                 .port(0)

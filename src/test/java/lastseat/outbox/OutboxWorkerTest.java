@@ -433,7 +433,7 @@ class OutboxWorkerTest {
         clock.catchUp();
 
         // The restarted process: the same database file opened afresh, and a new worker.
-        try (Database reopened = Database.open(new DbConfig(url, "sa", "", 4, Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1)))) {
+        try (Database reopened = Database.open(new DbConfig(url, "sa", "", 4, Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16))) {
             OutboxWorker worker = new OutboxWorker(reopened, http(app.testApp()), config(), clock);
             workers.add(worker);
 
