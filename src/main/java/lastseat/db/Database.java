@@ -46,6 +46,9 @@ public final class Database implements AutoCloseable {
         HikariConfig hikari = new HikariConfig();
         hikari.setPoolName("lastseat");
         String url = cached(durable(config.url()), config.h2CacheMegabytes());
+        if (url.startsWith("jdbc:h2:async:")) {
+            fitsTheHeap(config.h2CacheMegabytes(), Runtime.getRuntime().maxMemory());
+        }
         if (H2CommitGate.needed(url)) {
             hikari.setDataSource(new H2CommitGate(url, config.user(), config.password(), config.h2HousekeepingInterval()));
         } else {
@@ -158,6 +161,20 @@ public final class Database implements AutoCloseable {
      */
     static String cached(String durable, int megabytes) {
         return durable.startsWith("jdbc:h2:async:") ? unlessSet(durable, "CACHE_SIZE", Integer.toString(megabytes * 1024)) : durable;
+    }
+
+    /**
+     * Refuses a page cache that, with the quarter H2 adds for the chunks' tables of contents, would take more
+     * than half of {@code maxHeapBytes}: it fills as the file grows, so it would run the process out of heap
+     * only later, under load.
+     */
+    static void fitsTheHeap(int cacheMegabytes, long maxHeapBytes) {
+        long cacheBytes = cacheMegabytes * 1024L * 1024L * 5 / 4;
+        if (cacheBytes > maxHeapBytes / 2) {
+            throw new IllegalStateException("Configuration db.h2-cache-megabytes must leave half the heap to the rest: "
+                                            + cacheMegabytes + " MB (and a quarter more for H2's tables of contents) against a heap of "
+                                            + maxHeapBytes / (1024 * 1024) + " MB (-Xmx)");
+        }
     }
 
     /** {@code url} with {@code ;name=value} added, unless the URL names that setting already (any case). */

@@ -9,6 +9,7 @@ import java.time.Duration;
 import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 /**
  * The settings an H2 file is opened with: each commit in the file before it returns, findable after
@@ -43,24 +44,14 @@ class DurableUrlTest {
 
     @Test
     void anH2FileKeepsAPurchasesWorthOfParsedStatementsAndTheDatabaseSaysSo(@TempDir Path dir) {
-        try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 2,
-                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16))) {
-            List<String> size = db.read(c -> Sql.list(c, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = ?",
-                                                      rs -> rs.getString(1), "QUERY_CACHE_SIZE"));
-            assertThat(size).containsExactly(Integer.toString(Database.H2_PARSED_STATEMENTS));
-        }
+        assertThat(settingOfAFileOpened(dir, 16, "QUERY_CACHE_SIZE")).containsExactly(Integer.toString(Database.H2_PARSED_STATEMENTS));
         assertThat(Database.durable("jdbc:h2:file:/tmp/x;query_cache_size=4")).as("a size the URL sets is kept").isEqualTo(
                 "jdbc:h2:async:/tmp/x;query_cache_size=4;WRITE_DELAY=0;REUSE_SPACE=FALSE;DB_CLOSE_ON_EXIT=FALSE");
     }
 
     @Test
     void anH2FileGetsThePageCacheItsConfigurationNamesAndTheDatabaseSaysSo(@TempDir Path dir) {
-        try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 2,
-                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 48))) {
-            List<String> megabytes = db.read(c -> Sql.list(c, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = ?",
-                                                           rs -> rs.getString(1), "info.CACHE_MAX_SIZE"));
-            assertThat(megabytes).as("H2's own default is 16").containsExactly("48");
-        }
+        assertThat(settingOfAFileOpened(dir, 48, "info.CACHE_MAX_SIZE")).as("in MB; H2's own default is 16").containsExactly("48");
         String durable = Database.durable("jdbc:h2:file:/tmp/x");
         assertThat(Database.cached(durable, 48)).as("QUERY_CACHE_SIZE is not taken for it").isEqualTo(durable + ";CACHE_SIZE=49152");
         assertThat(Database.cached(Database.durable("jdbc:h2:file:/tmp/x;cache_size=1024"), 48)).as("a size the URL sets is kept")
@@ -70,8 +61,28 @@ class DurableUrlTest {
     }
 
     @Test
+    void aPageCacheThatWouldTakeMoreThanHalfTheHeapStopsStartUpNamingTheKey() {
+        long heap = 512L * 1024 * 1024;
+        Database.fitsTheHeap(204, heap);   // 255 MB with the tables of contents: under half
+
+        assertThatThrownBy(() -> Database.fitsTheHeap(205, heap))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("Configuration db.h2-cache-megabytes ")
+                .hasMessageContaining("512 MB");
+    }
+
+    @Test
     void inMemoryAndPostgresUrlsGetNoFileSettings() {
         assertThat(Database.durable("jdbc:h2:mem:t")).isEqualTo("jdbc:h2:mem:t;QUERY_CACHE_SIZE=128;DB_CLOSE_ON_EXIT=FALSE");
         assertThat(Database.durable("jdbc:postgresql://127.0.0.1:5432/test")).isEqualTo("jdbc:postgresql://127.0.0.1:5432/test");
+    }
+
+    /** What {@code INFORMATION_SCHEMA.SETTINGS} says of {@code name} for an H2 file opened through {@link Database#open}. */
+    private static List<String> settingOfAFileOpened(Path dir, int cacheMegabytes, String name) {
+        try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 2,
+                                                      Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), cacheMegabytes))) {
+            return db.read(c -> Sql.list(c, "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = ?",
+                                         rs -> rs.getString(1), name));
+        }
     }
 }
