@@ -549,7 +549,8 @@ final class H2CommitGate implements DataSource {
         }
 
         /**
-         * Frees the chunks that are dead in what the file holds, for new chunks to reuse. Holds
+         * Frees the chunks that are dead in what the file holds, for new chunks to reuse. First reads the
+         * pages it will rewrite into H2's cache ({@link H2ReadAhead}), holding nothing. Then holds
          * {@code writer}, so that no chunk is collected meanwhile: the live pages of the emptiest chunks are
          * rewritten and collected into a new chunk, so that those die too; every chunk on its way is saved
          * and the file synced; only then are dead chunks freed (retention zero for that moment). A chunk
@@ -559,6 +560,8 @@ final class H2CommitGate implements DataSource {
          */
         void housekeep() {
             FileStore<?> file = store.getFileStore();
+            // Before the lock: the rewrite below then finds its pages in memory while commits wait for it.
+            H2ReadAhead.pagesToBeRewritten(store, REWRITE_BELOW_FILL_PERCENT, REWRITE_BYTES_PER_PASS);
             writer.lock();
             try {
                 if (store.isClosed()) {
