@@ -29,8 +29,11 @@ import java.util.PriorityQueue;
  * each, while every commit waited ({@code docs/BENCHMARKS.md}, session 35).
  *
  * <p>Hazard: it reads pages of chunks that only a pass frees, on the pass's own thread, before the pass
- * starts, so no chunk it reads can be freed and reused under it. It reaches into H2's private fields and
- * methods; an H2 without them reads nothing ahead, and the pass is as it was.
+ * starts, so no chunk it reads can be freed and reused under it — until a server has run about 24.8 days,
+ * when H2 may free chunks itself (the retention left as it is, docs/GUARANTEES.md). A page read from space
+ * reused since fails H2's check of its chunk and offset (the read-ahead stops, nothing cached), and a position
+ * in a dead chunk is never asked for again. It reaches into H2's private fields and methods; an H2 without
+ * them reads nothing ahead, and the pass is as it was.
  */
 final class H2ReadAhead {
     private static final Field CHUNKS;
