@@ -19,6 +19,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class ServerProcess implements AutoCloseable {
     private static final Duration START_WAIT = Duration.ofSeconds(60);
+    /** Starts tried, each on new ports, while the process finds its port taken. */
+    private static final int PORT_ATTEMPTS = 3;
     private final Process process;
     private final Instance instance;
     private final Path log;
@@ -34,6 +36,20 @@ public final class ServerProcess implements AutoCloseable {
      * {@link Instance#DEMO_CLIENT_KEY}) and {@code settings} as system properties; returns once it is healthy.
      */
     public static ServerProcess start(Path dataDir, URI stubs, Map<String, String> settings) {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                return startOnce(dataDir, stubs, settings);
+            } catch (PortTaken e) {
+                // A port found free is closed again before the process binds it, seconds later; meanwhile
+                // any outgoing connection of the machine may take it as its local port. New ports, then.
+                if (attempt == PORT_ATTEMPTS) {
+                    throw e;
+                }
+            }
+        }
+    }
+
+    private static ServerProcess startOnce(Path dataDir, URI stubs, Map<String, String> settings) {
         try {
             Files.createDirectories(dataDir);
             int port = freePort();
@@ -176,7 +192,9 @@ public final class ServerProcess implements AutoCloseable {
         try (LastseatClient client = new LastseatClient(instance, Duration.ofSeconds(1), Duration.ofSeconds(2))) {
             while (System.nanoTime() < until) {
                 if (!process.isAlive()) {
-                    throw new IllegalStateException("lastseat stopped while starting: " + tail());
+                    String tail = tail();
+                    throw tail.contains("java.net.BindException") ? new PortTaken("lastseat could not bind its port: " + tail)
+                            : new IllegalStateException("lastseat stopped while starting: " + tail);
                 }
                 try {
                     if (client.health().status() == 200) {
@@ -204,6 +222,13 @@ public final class ServerProcess implements AutoCloseable {
             return String.join("\n", lines.subList(Math.max(0, lines.size() - 20), lines.size()));
         } catch (IOException e) {
             return "(no log: " + e.getMessage() + ")";
+        }
+    }
+
+    /** The process stopped because its port was taken between our finding it free and its binding it. */
+    private static final class PortTaken extends IllegalStateException {
+        PortTaken(String message) {
+            super(message);
         }
     }
 }
