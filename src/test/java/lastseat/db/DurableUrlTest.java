@@ -10,6 +10,7 @@ import java.util.List;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.assertj.core.api.Assumptions.assumeThat;
 
 /**
  * The settings an H2 file is opened with: each commit in the file before it returns, findable after
@@ -69,6 +70,17 @@ class DurableUrlTest {
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageStartingWith("Configuration db.h2-cache-megabytes ")
                 .hasMessageContaining("512 MB");
+    }
+
+    @Test
+    void anH2FileWhosePageCacheTheHeapCannotHoldIsNotOpened(@TempDir Path dir) {
+        assumeThat(Runtime.getRuntime().maxMemory()).as("a heap under twice 16,384 MB and its quarter").isLessThan(16_384L * 1024 * 1024 * 5 / 2);
+
+        assertThatThrownBy(() -> Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("big"), "sa", "", 2,
+                                                            Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16_384)))
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageStartingWith("Configuration db.h2-cache-megabytes ");
+        assertThat(dir.resolve("big.mv.db")).as("refused before H2 made the file").doesNotExist();
     }
 
     @Test
