@@ -33,7 +33,8 @@ start_stubs() {
 start_service() {
   local port="$1" admin="$2" stubs="$3"
   shift 3
-  "$JAVA" --enable-preview \
+  # The JVM options lastseat is measured with (the file says why); LASTSEAT_JAVA_OPTS, later, overrides them.
+  "$JAVA" --enable-preview @src/main/resources/jvm.options \
     -Dserver.port="$port" \
     -Daccess.admin-port="$admin" \
     -Doutside.base-url="http://127.0.0.1:$stubs" \

@@ -38,6 +38,15 @@ public final class Main {
 
     public static void main(String[] args) {
         LogConfig.configureRuntime();
+        List<JvmOptions.Option> wanted = JvmOptions.wanted();
+        List<String> lacking = JvmOptions.lacking(wanted, JvmOptions::ofThisJvm);
+        if (lacking.isEmpty()) {
+            LOG.info("JVM options as measured: " + String.join(" ", wanted.stream().map(JvmOptions.Option::written).toList()));
+        } else {
+            LOG.warning("lastseat started without the JVM options it is measured with: " + String.join(", ", lacking)
+                        + "; start it as java --enable-preview @src/main/resources/jvm.options -jar target/lastseat.jar"
+                        + " (docs/CONFIGURATION.md, JVM options)");
+        }
         Running running = start(Config.create());
         // The one shutdown path (server.shutdown-hook is off, and H2's own hook is off in its URL): SIGTERM drains.
         Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().name("lastseat-shutdown").unstarted(running::close));

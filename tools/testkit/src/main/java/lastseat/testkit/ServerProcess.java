@@ -21,6 +21,11 @@ public final class ServerProcess implements AutoCloseable {
     private static final Duration START_WAIT = Duration.ofSeconds(60);
     /** Starts tried, each on new ports, while the process finds its port taken. */
     private static final int PORT_ATTEMPTS = 3;
+    /**
+     * The JVM options lastseat runs with, the argument file bin/run passes too; relative to the project's top
+     * directory, where the tests, bin/drill and bin/bench run.
+     */
+    private static final Path JVM_OPTIONS = Path.of("src", "main", "resources", "jvm.options");
     private final Process process;
     private final Instance instance;
     private final Path log;
@@ -55,8 +60,13 @@ public final class ServerProcess implements AutoCloseable {
             int port = freePort();
             int adminPort = freePort();
             Path log = dataDir.resolve("lastseat-" + port + ".log");
+            if (!Files.isRegularFile(JVM_OPTIONS)) {
+                throw new IllegalStateException("no " + JVM_OPTIONS + " under " + Path.of("").toAbsolutePath()
+                                                + ": lastseat is started from the project's top directory");
+            }
             List<String> command = new ArrayList<>(List.of(
                     ProcessHandle.current().info().command().orElse("java"), "--enable-preview",
+                    "@" + JVM_OPTIONS.toAbsolutePath(),
                     "-Dserver.port=" + port, "-Dserver.host=127.0.0.1", "-Daccess.admin-port=" + adminPort,
                     "-Ddemo.create-keys=true",
                     "-Doutside.base-url=" + stubs.toString().replaceAll("/$", ""),
