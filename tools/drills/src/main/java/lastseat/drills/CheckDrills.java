@@ -2,6 +2,9 @@ package lastseat.drills;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import java.time.Duration;
+import java.time.Instant;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -119,7 +122,7 @@ final class CheckDrills {
                                      observed * 100, misses, n, low * 100, high * 100, tolerance * 100));
         findings.check(answers.stream().allMatch(a -> List.of(201, 202, 503, 504).contains(a.status())),
                        "every answer is 201, 202, 503 or 504");
-        long slowest = slowest(answers, settings, findings);
+        long slowest = slowest(target, answers, settings, findings);
         JsonNode db = findings.invariantsHold(target, event);
         long confirmed = answers.stream().filter(a -> a.status() == 201).count();
         long pending = answers.stream().filter(a -> a.status() == 202).count();
@@ -156,12 +159,37 @@ final class CheckDrills {
     }
 
     /** I5 for a crowd: the slowest answer on the server's clock; the drill's view is reported beside it. */
-    static long slowest(List<Answer> answers, Settings settings, Findings findings) {
-        long server = answers.stream().mapToLong(Answer::serverMillis).max().orElse(0);
+    static long slowest(Target target, List<Answer> answers, Settings settings, Findings findings) {
+        Answer slowest = answers.stream().max(Comparator.comparingLong(Answer::serverMillis)).orElseThrow();
+        long server = slowest.serverMillis();
         long client = answers.stream().mapToLong(Answer::elapsedMillis).max().orElse(0);
-        findings.check(server <= settings.answerBoundMillis(), "slowest answer " + server + " ms on the server (" + client
+        boolean inTime = server <= settings.answerBoundMillis();
+        findings.check(inTime, "slowest answer " + server + " ms on the server (" + client
                        + " ms at the drill) <= deadline + slack " + settings.answerBoundMillis() + " ms (I5)");
+        if (!inTime) {
+            findings.note("the slowest: " + whatTookLong(target, slowest));
+        }
         return server;
+    }
+
+    /** An answer's status and kind, and for a purchase its steps: when each started after the first and how long it took. */
+    static String whatTookLong(Target target, Answer answer) {
+        String id = answer.body().startsWith("{") ? answer.json().path("id").asText("") : "";
+        String what = answer.status() + (answer.type().isEmpty() ? "" : " " + answer.type());
+        if (id.isEmpty()) {
+            return what;
+        }
+        StringBuilder steps = new StringBuilder(what).append(", purchase ").append(id).append(":");
+        Instant first = null;
+        for (JsonNode step : target.purchaseView(id).path("timeline")) {
+            Instant started = Instant.parse(step.path("startedAt").asText());
+            first = first == null ? started : first;
+            String ended = step.path("endedAt").asText("");
+            steps.append(' ').append(step.path("step").asText()).append(" +").append(Duration.between(first, started).toMillis())
+                 .append(ended.isEmpty() ? " open" : " " + Duration.between(started, Instant.parse(ended)).toMillis() + " ms")
+                 .append(" (").append(step.path("outcome").asText()).append(")");
+        }
+        return steps.toString();
     }
 
     /** The steps of the event's only purchase, by name, with their outcomes. */

@@ -63,7 +63,7 @@ final class PaymentDrills {
         findings.check(!refused.isEmpty() && refused.stream().allMatch(a -> a.status() == 503 && a.header("Retry-After") != null
                                                                          || a.status() == 504),
                        "the other " + refused.size() + " were refused with 503 + Retry-After (or 504 if the deadline came first)");
-        long slowest = CheckDrills.slowest(answers, settings, findings);
+        long slowest = CheckDrills.slowest(target, answers, settings, findings);
         JsonNode db = findings.invariantsHold(target, event);
         findings.check(db.path("held").asInt() + db.path("sold").asInt() == pending.size(),
                        "no hold leaked: held " + db.path("held").asInt() + " + sold " + db.path("sold").asInt() + " = the "
