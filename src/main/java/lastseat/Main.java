@@ -143,7 +143,7 @@ public final class Main {
      */
     public static void routing(HttpRouting.Builder routing, Services services) {
         Edge edge = edge(services);
-        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC, edge, services.config().purchase().deadline()));
+        routing.addFilter(new AccessFilter(services.apiKeys(), AccessFilter.Socket.PUBLIC, edge, services.config().purchase().workTime()));
         publicRoutes(routing, services);
         edge.errors(routing);
     }

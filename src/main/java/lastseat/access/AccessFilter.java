@@ -61,8 +61,8 @@ public final class AccessFilter implements Filter {
     private final Duration keyReadBound;
 
     /**
-     * {@code keyReadBound}: on the public socket {@code purchase.deadline}, so that no key's read outlasts
-     * what a purchase may take in all; on the admin socket {@code db.connection-timeout}, the operator's
+     * {@code keyReadBound}: on the public socket {@code purchase.deadline − purchase.answer-reserve}, so that no
+     * key's read outlasts what a purchase may spend on its work; on the admin socket {@code db.connection-timeout}, the operator's
      * calls waiting as long as the pool allows.
      */
     public AccessFilter(ApiKeys keys, Socket socket, Edge edge, Duration keyReadBound) {

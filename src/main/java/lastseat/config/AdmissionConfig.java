@@ -8,7 +8,8 @@ import java.time.Duration;
  * {@link LastseatConfig#admission()} so that admission ({@code purchase/Pace}) and the payment gateway
  * read the same figures and neither combines keys itself.
  *
- * @param deadline  {@code purchase.deadline}: the time a purchase has from its arrival to its answer
+ * @param deadline  {@code purchase.deadline − purchase.answer-reserve}: the time a purchase has from its arrival
+ *                  to the end of its work (the reserve is kept for writing its outcome and answering)
  * @param margin    {@code payment.min-call-time}: what a purchase keeps in hand at the end of its deadline; a
  *                  purchase that could reach its payment only with less left would be given its permit back
  * @param permits   {@code payment.permits}: the narrow door admission plans around

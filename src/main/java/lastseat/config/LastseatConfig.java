@@ -102,7 +102,7 @@ public record LastseatConfig(PurchaseConfig purchase, EventsConfig events, Outsi
      * replaces them as it comes.
      */
     public AdmissionConfig admission() {
-        return new AdmissionConfig(purchase.deadline(), payment.minCallTime(), payment.permits(),
+        return new AdmissionConfig(purchase.workTime(), payment.minCallTime(), payment.permits(),
                                    measure(purchase.deadline().dividedBy(4)), measure(payment.maxWait().dividedBy(4)));
     }
 

@@ -9,6 +9,8 @@ import java.time.Duration;
  * {@link LastseatConfig}'s.
  *
  * @param deadline       {@code purchase.deadline}: from a purchase's arrival to its answer (I5)
+ * @param answerReserve  {@code purchase.answer-reserve}: the deadline's last part, kept for writing the outcome
+ *                       and answering; the purchase's work (waits, checks, the payment call) ends before it
  * @param holdTtl        {@code purchase.hold-ttl}: how long a hold lasts before the sweeper may expire it
  * @param maxSeats       {@code purchase.max-seats}: seats one purchase may take
  * @param maxBodyBytes   {@code purchase.max-body-bytes}: the largest {@code POST /purchases} body
@@ -24,12 +26,13 @@ import java.time.Duration;
  * @param maxInFlight    {@code purchase.max-in-flight}: purchases this process runs at once (per instance:
  *                       every instance counts only its own)
  */
-public record PurchaseConfig(Duration deadline, Duration holdTtl, int maxSeats, int maxBodyBytes, int reserveRounds,
+public record PurchaseConfig(Duration deadline, Duration answerReserve, Duration holdTtl, int maxSeats, int maxBodyBytes, int reserveRounds,
                              Duration retryAfter, Duration sweepInterval, int sweepBatch, Duration abandonedAfter,
                              Duration paceWindow, int paceSamples, int maxInFlight) {
 
     public PurchaseConfig {
         Check.between("purchase.deadline", deadline, Duration.ofMillis(50), Duration.ofSeconds(30));
+        Check.between("purchase.answer-reserve", answerReserve, Duration.ZERO, deadline.dividedBy(2));
         Check.between("purchase.hold-ttl", holdTtl, Duration.ofMillis(100), Duration.ofHours(1));
         Check.between("purchase.max-seats", maxSeats, 1, 100);
         Check.between("purchase.max-body-bytes", maxBodyBytes, 256, 1024 * 1024);
@@ -43,9 +46,19 @@ public record PurchaseConfig(Duration deadline, Duration holdTtl, int maxSeats, 
         Check.between("purchase.max-in-flight", maxInFlight, 1, 100_000);
     }
 
+    /**
+     * From a purchase's arrival to the end of its work: {@code purchase.deadline − purchase.answer-reserve}.
+     * Every wait, check and payment call of the purchase ends by then, so that writing how it ended and
+     * sending the answer fit in the deadline even when many purchases end at once on a busy machine.
+     */
+    public Duration workTime() {
+        return deadline.minus(answerReserve);
+    }
+
     static PurchaseConfig read(Reader keys) {
         return new PurchaseConfig(
                 keys.duration("purchase.deadline"),
+                keys.duration("purchase.answer-reserve"),
                 keys.duration("purchase.hold-ttl"),
                 keys.integer("purchase.max-seats"),
                 keys.integer("purchase.max-body-bytes"),

@@ -126,7 +126,8 @@ public final class PurchaseRoutes implements HttpService {
     }
 
     private PurchaseAnswers.Answer purchase(ServerRequest request, long arrived, Reach reach) {
-        Deadline deadline = Deadline.after(config.deadline(), arrived);
+        // The work's deadline: purchase.answer-reserve before the answer's, kept for writing the outcome and answering.
+        Deadline deadline = Deadline.after(config.workTime(), arrived);
         IdempotencyKeys.Header header = IdempotencyKeys.require(request.headers().first(IDEMPOTENCY_KEY));
         if (!(header instanceof IdempotencyKeys.Header.Valid(String key))) {
             return answers.of(header);

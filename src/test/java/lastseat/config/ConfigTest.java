@@ -32,6 +32,7 @@ class ConfigTest {
     @CsvSource({
             "purchase.deadline, 0ms",
             "purchase.deadline, soon",
+            "purchase.answer-reserve, 401ms",
             "purchase.hold-ttl, 0s",
             "purchase.max-seats, 0",
             "purchase.max-seats, many",
@@ -180,10 +181,12 @@ class ConfigTest {
         assertThat(tree.sweepGrace()).isEqualTo(Duration.ofSeconds(2));
         assertThat(tree.recoveredWithin()).isEqualTo(Duration.ofMillis(7800));
         assertThat(tree.drainPeriod()).isEqualTo(Duration.ofMillis(1300));
-        // Admission: deadline 800 ms, margin min-call-time 50 ms, 20 permits; both measures over the last 200
-        // of 10 s at the 90th percentile, assuming a quarter of the deadline and of max-wait (800 ms each) before.
+        // Admission: the work's 700 ms (deadline 800 ms less the answer's reserve 100 ms), margin min-call-time 50 ms,
+        // 20 permits; both measures over the last 200 of 10 s at the 90th percentile, assuming a quarter of the
+        // deadline and of max-wait (800 ms each) before.
+        assertThat(tree.purchase().workTime()).isEqualTo(Duration.ofMillis(700));
         assertThat(tree.admission()).isEqualTo(new AdmissionConfig(
-                Duration.ofMillis(800), Duration.ofMillis(50), 20,
+                Duration.ofMillis(700), Duration.ofMillis(50), 20,
                 new AdmissionConfig.Measure(200, Duration.ofSeconds(10), 0.9, Duration.ofMillis(200)),
                 new AdmissionConfig.Measure(200, Duration.ofSeconds(10), 0.9, Duration.ofMillis(200))));
     }
@@ -193,11 +196,12 @@ class ConfigTest {
         LastseatConfig tree = LastseatConfig.from(Config.just(
                 ConfigSources.create(Map.of("purchase.deadline", "2s", "payment.max-wait", "1200ms", "payment.min-call-time", "80ms",
                                             "payment.permits", "7", "purchase.pace-samples", "50", "purchase.pace-window", "30s",
-                                            "purchase.abandoned-after", "3s", "purchase.sweep-interval", "250ms")),
+                                            "purchase.abandoned-after", "3s", "purchase.sweep-interval", "250ms",
+                                            "purchase.answer-reserve", "300ms")),
                 ConfigSources.classpath("application.yaml")));
 
         assertThat(tree.admission()).isEqualTo(new AdmissionConfig(
-                Duration.ofSeconds(2), Duration.ofMillis(80), 7,
+                Duration.ofMillis(1700), Duration.ofMillis(80), 7,
                 new AdmissionConfig.Measure(50, Duration.ofSeconds(30), 0.9, Duration.ofMillis(500)),
                 new AdmissionConfig.Measure(50, Duration.ofSeconds(30), 0.9, Duration.ofMillis(300))));
         assertThat(tree.abandonedAge()).isEqualTo(Duration.ofSeconds(5));

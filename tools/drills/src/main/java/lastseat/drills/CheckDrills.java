@@ -112,9 +112,10 @@ final class CheckDrills {
 
         long misses = answers.stream().filter(a -> a.status() != 201).count();
         double observed = (double) misses / n;
-        long deadline = settings.deadline().toMillis();
-        double low = slowerOfTwoOver(deadline, median, sigma);
-        double high = slowerOfTwoOver(deadline - 100, median, sigma);
+        // The checks must end before the work does (the deadline less the answer's reserve), and the rest of the path before that.
+        long workEnds = settings.workTime().toMillis();
+        double low = slowerOfTwoOver(workEnds, median, sigma);
+        double high = slowerOfTwoOver(workEnds - 100, median, sigma);
         double tolerance = 3 * Math.sqrt(high * (1 - high) / n) + 1.0 / n;
         findings.note(n + " purchases, " + settings.longTailConcurrency() + " at a time: " + Target.describe(answers));
         findings.check(observed >= low - tolerance && observed <= high + tolerance,

@@ -73,6 +73,9 @@ public final class Drills {
         if (options.containsKey("deadline")) {
             settings = settings.withDeadline(Duration.ofMillis(Long.parseLong(options.get("deadline"))));
         }
+        if (options.containsKey("answer-reserve")) {
+            settings = settings.withAnswerReserve(Duration.ofMillis(Long.parseLong(options.get("answer-reserve"))));
+        }
         if (options.containsKey("mode") || options.containsKey("buyers")) {
             settings = settings.withStampede(options.get("mode"), Integer.parseInt(options.getOrDefault("buyers", "200")));
         }
@@ -133,7 +136,8 @@ public final class Drills {
                 options.put("check-arguments", "true");
             } else if (arg.startsWith("--")) {
                 String key = arg.substring(2);
-                if (!List.of("url", "admin-url", "operator-key", "client-key", "stubs", "mode", "buyers", "deadline", "seed", "purchases")
+                if (!List.of("url", "admin-url", "operator-key", "client-key", "stubs", "mode", "buyers", "deadline", "answer-reserve", "seed",
+                             "purchases")
                         .contains(key) || i + 1 >= args.length) {
                     throw new IllegalArgumentException("Unknown option or missing value: " + arg);
                 }
@@ -161,6 +165,9 @@ public final class Drills {
         if (options.containsKey("deadline") && !options.get("deadline").matches("[0-9]{1,6}")) {
             throw new IllegalArgumentException("--deadline is the target's purchase.deadline in milliseconds");
         }
+        if (options.containsKey("answer-reserve") && !options.get("answer-reserve").matches("[0-9]{1,6}")) {
+            throw new IllegalArgumentException("--answer-reserve is the target's purchase.answer-reserve in milliseconds");
+        }
         if (options.containsKey("seed") && !options.get("seed").matches("-?[0-9]{1,18}")) {
             throw new IllegalArgumentException("--seed is a whole number (the money audit's seed; the last run printed its own)");
         }
@@ -173,6 +180,6 @@ public final class Drills {
     private static String usage() {
         return "usage: bin/drill <drill>... | all [--url http://host:port] [--admin-url http://host:port] "
                + "[--operator-key KEY] [--client-key KEY] [--stubs http://host:port] "
-               + "[--mode unsafe|safe] [--buyers N] [--deadline ms] [--seed N] [--purchases N]";
+               + "[--mode unsafe|safe] [--buyers N] [--deadline ms] [--answer-reserve ms] [--seed N] [--purchases N]";
     }
 }
