@@ -21,6 +21,8 @@ public final class ServerProcess implements AutoCloseable {
     private static final Duration START_WAIT = Duration.ofSeconds(60);
     /** Starts tried, each on new ports, while the process finds its port taken. */
     private static final int PORT_ATTEMPTS = 3;
+    /** Any answer to it (404) says the public port listens. */
+    private static final String READINESS_PROBE = "/events/no-such-event-readiness-probe";
     /**
      * The JVM options lastseat runs with, the argument file bin/run passes too; relative to the project's top
      * directory, where the tests, bin/drill and bin/bench run.
@@ -202,12 +204,16 @@ public final class ServerProcess implements AutoCloseable {
         try (LastseatClient client = new LastseatClient(instance, Duration.ofSeconds(1), Duration.ofSeconds(2))) {
             while (System.nanoTime() < until) {
                 if (!process.isAlive()) {
-                    String tail = tail();
-                    throw tail.contains("java.net.BindException") ? new PortTaken("lastseat could not bind its port: " + tail)
-                            : new IllegalStateException("lastseat stopped while starting: " + tail);
+                    // The bind's failure may lie further up than the tail: the stack of the start-up that failed follows it.
+                    String bind = loggedLine("java.net.BindException");
+                    throw bind != null ? new PortTaken("lastseat could not bind its port (" + bind.trim() + "): " + tail())
+                            : new IllegalStateException("lastseat stopped while starting: " + tail());
                 }
                 try {
+                    // Healthy on the admin port and answering on the public one: the two listen one after the
+                    // other, and a test's first purchase must not meet a port not yet bound.
                     if (client.health().status() == 200) {
+                        client.get(READINESS_PROBE);
                         return;
                     }
                 } catch (UncheckedIOException notYet) {
@@ -223,6 +229,15 @@ public final class ServerProcess implements AutoCloseable {
         } catch (RuntimeException e) {
             close();
             throw e;
+        }
+    }
+
+    /** The first line of the log that holds {@code text}; null when none does or there is no log. */
+    private String loggedLine(String text) {
+        try (var lines = Files.lines(log)) {
+            return lines.filter(line -> line.contains(text)).findFirst().orElse(null);
+        } catch (IOException | UncheckedIOException e) {
+            return null;
         }
     }
 
