@@ -25,6 +25,7 @@ import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -215,7 +216,7 @@ public final class Bench {
         int atOnce = 64;
         Path dir = dataDir("hot");
         Load load;
-        try (ServerProcess server = ServerProcess.start(dir, stubsUri(), Map.of("payment.permits", "1000"))) {
+        try (ServerProcess server = start(dir, Map.of("payment.permits", "1000"))) {
             String event = newEvent(server, seats);
             warmUp(server);
             load = closedLoad(atOnce, buyers, i -> purchase(server, event));
@@ -372,7 +373,7 @@ public final class Bench {
         Path dir = dataDir(label);
         Path file = dir.resolve("lastseat.mv.db");
         int perEvent = Math.min(n, 10_000);
-        try (ServerProcess server = ServerProcess.start(dir, stubsUri(), settings)) {
+        try (ServerProcess server = start(dir, settings)) {
             warmUp(server);
             int confirmed = 0;
             long peak = 0;
@@ -612,7 +613,20 @@ public final class Bench {
     }
 
     ServerProcess server(String label, Map<String, String> settings) throws IOException {
-        return ServerProcess.start(dataDir(label), stubsUri(), settings);
+        return start(dataDir(label), settings);
+    }
+
+    /**
+     * A lastseat on {@code dir} with {@code settings}. A smoke run starts it without the warm-up's copy: its
+     * figures mean nothing, the copy took four of the five seconds of each of its dozen starts, and
+     * {@code WarmupTest} is the warm-up's own.
+     */
+    ServerProcess start(Path dir, Map<String, String> settings) {
+        Map<String, String> all = new HashMap<>(settings);
+        if (smoke) {
+            all.putIfAbsent("warm-up.purchases", "0");
+        }
+        return ServerProcess.start(dir, stubsUri(), all);
     }
 
     /** A new directory for a server's files, removed at the end of the run (kept with {@code BENCH_KEEP_DATA=1}). */

@@ -331,8 +331,8 @@ final class OnSale {
         try {
             Map<String, String> settings = Map.of("db.url", pg, "db.user", "postgres", "db.password", "");
             Path dir = bench.dataDir("onsale-pg");
-            try (ServerProcess a = ServerProcess.start(dir.resolve("a"), bench.stubsUri(), settings);
-                 ServerProcess b = ServerProcess.start(dir.resolve("b"), bench.stubsUri(), settings)) {
+            try (ServerProcess a = bench.start(dir.resolve("a"), settings);
+                 ServerProcess b = bench.start(dir.resolve("b"), settings)) {
                 String event = bench.newEvent(a, seats);
                 long start = System.nanoTime();
                 List<Answer> answers = burst(buyers, i -> i % 2 == 0 ? a.instance() : b.instance(), event, "pg");
