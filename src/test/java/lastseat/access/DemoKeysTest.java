@@ -5,6 +5,7 @@ import io.helidon.config.ConfigSources;
 import lastseat.Services;
 import lastseat.testkit.Instance;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,8 +26,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 class DemoKeysTest {
 
     @Test
-    void aStartWithoutTheDemoRevokesTheDemosPublishedKeysAndADemoStartDoesNotBringARevokedOneBack() throws Exception {
-        Path dir = Files.createTempDirectory("lastseat-demo-keys");
+    void aStartWithoutTheDemoRevokesTheDemosPublishedKeysAndADemoStartDoesNotBringARevokedOneBack(@TempDir Path dir) throws Exception {
         Map<String, String> demo = Map.of("db.url", "jdbc:h2:file:" + dir.resolve("db"), "demo.create-keys", "true");
         Map<String, String> production = Map.of("db.url", "jdbc:h2:file:" + dir.resolve("db"), "demo.create-keys", "false",
                                                 "access.operator-key", "ls_1234567890abcdef_0123456789abcdef0123456789abcdef");
@@ -51,8 +51,7 @@ class DemoKeysTest {
      * installed, and a start without the demo states none.
      */
     @Test
-    void aDemoStartStatesTheKeysItInstalledInTheLineBinRunReads() throws Exception {
-        Path dir = Files.createTempDirectory("lastseat-demo-keys-line");
+    void aDemoStartStatesTheKeysItInstalledInTheLineBinRunReads(@TempDir Path dir) throws Exception {
         Map<String, String> demo = Map.of("db.url", "jdbc:h2:file:" + dir.resolve("db"), "demo.create-keys", "true");
         Map<String, String> production = Map.of("db.url", "jdbc:h2:file:" + dir.resolve("db2"), "demo.create-keys", "false");
 

@@ -6,8 +6,9 @@ import lastseat.web.Edge;
 import lastseat.web.Problem;
 import lastseat.web.Reply;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -22,8 +23,8 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 class DatabaseBusyTest {
 
     @Test
-    void aRequestThatFindsEveryConnectionTakenIsA503WithRetryAfter() throws Exception {
-        try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + Files.createTempDirectory("lastseat-busy").resolve("db"),
+    void aRequestThatFindsEveryConnectionTakenIsA503WithRetryAfter(@TempDir Path dir) throws Exception {
+        try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("db"),
                                                       "sa", "", 2, Duration.ofMillis(250), Duration.ofSeconds(1), Duration.ofSeconds(1), 16))) {
             CountDownLatch taken = new CountDownLatch(2);
             CountDownLatch release = new CountDownLatch(1);

@@ -2,8 +2,8 @@ package lastseat.db;
 
 import lastseat.config.DbConfig;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -23,8 +23,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 class InterruptedCommitTest {
 
     @Test
-    void aCommitByAnInterruptedThreadClosesAPlainFileDatabase() throws Exception {
-        String url = "jdbc:h2:file:" + Files.createTempDirectory("lastseat-interrupt").resolve("plain") + ";WRITE_DELAY=0";
+    void aCommitByAnInterruptedThreadClosesAPlainFileDatabase(@TempDir Path dir) throws Exception {
+        String url = "jdbc:h2:file:" + dir.resolve("plain") + ";WRITE_DELAY=0";
         try (Connection c = DriverManager.getConnection(url, "sa", "")) {
             c.createStatement().execute("CREATE TABLE t (id INT PRIMARY KEY)");
 
@@ -44,8 +44,7 @@ class InterruptedCommitTest {
     }
 
     @Test
-    void theDatabaseAsLastseatOpensItSurvivesAnInterruptedCommitAndKeepsTheFlag() throws Exception {
-        Path dir = Files.createTempDirectory("lastseat-interrupt");
+    void theDatabaseAsLastseatOpensItSurvivesAnInterruptedCommitAndKeepsTheFlag(@TempDir Path dir) throws Exception {
         try (Database db = Database.open(new DbConfig("jdbc:h2:file:" + dir.resolve("lastseat"), "sa", "", 4,
                                                       Duration.ofSeconds(2), Duration.ofSeconds(2), Duration.ofSeconds(1), 16))) {
             AtomicBoolean flagKept = new AtomicBoolean();

@@ -4,6 +4,7 @@ import lastseat.support.Invariants;
 import lastseat.support.LastseatApp;
 import lastseat.testkit.Answer;
 import lastseat.testkit.Instance;
+import lastseat.testkit.TempDirs;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -48,6 +49,8 @@ class OpsPageTest {
 
     private static final Duration WAIT = Duration.ofSeconds(15);
     private static WebDriver browser;
+    /** Chromium's profile, removed with the browser. */
+    private static Path profile;
 
     @BeforeAll
     static void openABrowser() throws Exception {
@@ -67,7 +70,7 @@ class OpsPageTest {
         // Headless, and quiet: this machine's network is closed, and Chromium's background traffic only fails.
         options.addArguments("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
                              "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                             "--window-size=1280,900", "--user-data-dir=" + Files.createTempDirectory("lastseat-chromium"));
+                             "--window-size=1280,900", "--user-data-dir=" + (profile = Files.createTempDirectory("lastseat-chromium")));
         ChromeDriverService service = new ChromeDriverService.Builder().usingDriverExecutable(driver.get().toFile())
                 .usingAnyFreePort().build();
         browser = new ChromeDriver(service, options);
@@ -77,6 +80,9 @@ class OpsPageTest {
     static void closeTheBrowser() {
         if (browser != null) {
             browser.quit();
+        }
+        if (profile != null) {
+            TempDirs.deleteQuietly(profile);
         }
     }
 

@@ -20,13 +20,12 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.io.TempDir;
 
 import com.sun.net.httpserver.HttpServer;
 
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
-import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Clock;
 import java.time.Duration;
 import java.time.Instant;
@@ -412,13 +411,8 @@ class OutboxWorkerTest {
     }
 
     @Test
-    void anEmailQueuedBeforeARestartIsDeliveredAfterIt() throws Exception {
-        String url;
-        try {
-            url = "jdbc:h2:file:" + Files.createTempDirectory("lastseat-outbox").resolve("lastseat");
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
-        }
+    void anEmailQueuedBeforeARestartIsDeliveredAfterIt(@TempDir Path dir) throws Exception {
+        String url = "jdbc:h2:file:" + dir.resolve("lastseat");
         String key;
         // The first process is this test's subject, stopped halfway: the test owns it, not the extension.
         try (TestApp before = TestApp.start(Map.of("db.url", url, "outbox.interval", "1h"))) {

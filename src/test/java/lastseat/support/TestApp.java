@@ -10,6 +10,7 @@ import lastseat.testkit.Instance;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.Ledger;
 import lastseat.testkit.StubServer;
+import lastseat.testkit.TempDirs;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -36,9 +37,11 @@ public final class TestApp implements AutoCloseable {
     public final Main.Running running;
     public final LastseatClient client;
     public final Db db;
+    private final Path dataDir;
 
     private TestApp(WireMockServer stubs, Main.Running running, Path dataDir) {
         this.stubs = stubs;
+        this.dataDir = dataDir;
         this.running = running;
         this.client = new LastseatClient(Instance.local(running.port(), running.adminPort()));
         this.db = new Db(running.services().db());
@@ -142,5 +145,7 @@ public final class TestApp implements AutoCloseable {
     public void close() {
         running.close();
         stubs.stop();
+        // Its database file is nobody's once it is stopped; a full test run left eighty of them behind.
+        TempDirs.deleteQuietly(dataDir);
     }
 }

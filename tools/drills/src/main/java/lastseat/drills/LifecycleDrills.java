@@ -3,6 +3,7 @@ package lastseat.drills;
 import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
+import lastseat.testkit.TempDirs;
 import com.fasterxml.jackson.databind.JsonNode;
 
 import java.io.IOException;
@@ -104,6 +105,7 @@ final class LifecycleDrills {
             findings.figure("captures", own.ledger().path("captures").size());
             findings.figure("refunds", own.ledger().path("refunds").size());
         }
+        removeIfHeld(dir, findings);
     }
 
     private static void paymentUnknown(Target target, Settings settings, Findings findings) {
@@ -256,6 +258,7 @@ final class LifecycleDrills {
             findings.figure("afterRecovery", db.path("purchasesByState"));
             findings.figure("terminalMillis", terminalMillis);
         }
+        removeIfHeld(dir, findings);
     }
 
     /** An answer a client stops retrying on: not "still running" (409 in flight) nor "payment pending" (202). */
@@ -317,6 +320,15 @@ final class LifecycleDrills {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IllegalStateException("interrupted", e);
+        }
+    }
+
+    /** The drill's server directory goes once the drill held; a failure keeps it, with the servers' logs, and says where. */
+    private static void removeIfHeld(Path dir, Findings findings) {
+        if (findings.ok()) {
+            TempDirs.deleteQuietly(dir);
+        } else {
+            findings.note("the servers' directory, with their logs, is kept: " + dir);
         }
     }
 

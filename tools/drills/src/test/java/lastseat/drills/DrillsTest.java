@@ -3,6 +3,7 @@ package lastseat.drills;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.StubServer;
+import lastseat.testkit.TempDirs;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -11,6 +12,7 @@ import org.junit.jupiter.params.provider.MethodSource;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -35,13 +37,17 @@ class DrillsTest {
     private static WireMockServer stubs;
     private static ServerProcess server;
     private static Target target;
+    private static Path dir;
+    /** Whether every drill so far held; a failure keeps the server's directory, and its log, for a look. */
+    private static volatile boolean allHeld = true;
 
     @BeforeAll
     static void start() throws IOException {
         stubs = StubServer.create();
         stubs.start();
         URI stubsUri = URI.create("http://127.0.0.1:" + stubs.port());
-        server = ServerProcess.start(Files.createTempDirectory("lastseat-drills-test"), stubsUri, Map.of());
+        dir = Files.createTempDirectory("lastseat-drills-test");
+        server = ServerProcess.start(dir, stubsUri, Map.of());
         target = new Target(server.instance(), stubsUri);
     }
 
@@ -51,6 +57,9 @@ class DrillsTest {
             server.close();
         }
         stubs.stop();
+        if (dir != null && allHeld) {
+            TempDirs.deleteQuietly(dir);
+        }
     }
 
     static List<String> drills() {
@@ -64,6 +73,7 @@ class DrillsTest {
     void drillHoldsEveryInvariantItChecks(String name) {
         Drill drill = Drills.catalogue().stream().filter(d -> d.name().equals(name)).findFirst().orElseThrow();
         Findings.Report report = Drills.run(drill, target, Settings.defaults().withLongTail(100, 10).withSlack(SLACK));
+        allHeld &= report.ok();
 
         assertThat(report.ok()).as(String.join("\n", report.lines())).isTrue();
         assertThat(report.lines()).as("the drill checked something").anyMatch(line -> line.startsWith("  ok"));

@@ -4,6 +4,7 @@ import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.StubServer;
+import lastseat.testkit.TempDirs;
 import com.github.tomakehurst.wiremock.WireMockServer;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -96,6 +97,8 @@ class RollingStopTest {
         Map<String, Integer> left = states(dir, event);
         assertThat(left).as("nothing left for recovery to find").doesNotContainKeys("HELD", "PAYING");
         assertThat(Files.readString(server.log())).doesNotContain("could not be confirmed").doesNotContain("could not be marked");
+        // Reached only when everything held: a failure keeps the directory, and the server's log, for a look.
+        TempDirs.deleteQuietly(dir);
     }
 
     private static void awaitPaymentsArrived(int n) {
