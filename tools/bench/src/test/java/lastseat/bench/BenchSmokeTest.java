@@ -26,7 +26,7 @@ class BenchSmokeTest {
         assertThat(table).contains("p50 purchase latency", "Little's law", "raw JDBC", "H2 memory", "RSS");
         assertThat(table).as("the on-sale's rows").contains("| cold burst: rounds answered exactly 1 × 201",
                 "on-sale overload", ": confirmed/s", "share of answers 202", "503 server time p99", "503 server time max",
-                ": answers by status", "lastseat CPU per confirmed purchase (H2 file)",
+                ": answers by status", "answers later than deadline + slack (I5", "lastseat CPU per confirmed purchase (H2 file)",
                 "on-sale light load", "p99 purchase latency", "on-sale steady load");
         assertThat(table).as("the PostgreSQL part runs only with --postgres").doesNotContain("two instances on one PostgreSQL");
     }
@@ -52,6 +52,7 @@ class BenchSmokeTest {
         String table = Bench.run(true, true, List.of("onsale-pg"));
 
         assertThat(table).as(table).contains("two instances on one PostgreSQL", ": answered 201", ": answered 409", ": answered 5xx",
+                "answers later than deadline + slack (I5",
                 "lastseat CPU per confirmed purchase (PostgreSQL)");
         assertThat(table).as("the database was there: a figure, not a dash").doesNotContain("PostgreSQL not reachable");
     }
