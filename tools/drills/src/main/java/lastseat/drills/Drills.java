@@ -52,9 +52,11 @@ public final class Drills {
     public static void main(String[] args) {
         PrintStream out = System.out;
         Map<String, String> options;
+        Settings settings;
         List<String> names = new ArrayList<>();
         try {
             options = parse(args, names);
+            settings = settings(options);
         } catch (IllegalArgumentException e) {
             System.err.println(e.getMessage());
             System.err.println(usage());
@@ -69,20 +71,6 @@ public final class Drills {
                                                 options.getOrDefault("operator-key", Instance.DEMO_OPERATOR_KEY),
                                                 options.getOrDefault("client-key", Instance.DEMO_CLIENT_KEY)),
                                    URI.create(options.getOrDefault("stubs", "http://127.0.0.1:8089")));
-        Settings settings = Settings.defaults();
-        if (options.containsKey("deadline")) {
-            settings = settings.withDeadline(Duration.ofMillis(Long.parseLong(options.get("deadline"))));
-        }
-        if (options.containsKey("answer-reserve")) {
-            settings = settings.withAnswerReserve(Duration.ofMillis(Long.parseLong(options.get("answer-reserve"))));
-        }
-        if (options.containsKey("mode") || options.containsKey("buyers")) {
-            settings = settings.withStampede(options.get("mode"), Integer.parseInt(options.getOrDefault("buyers", "200")));
-        }
-        if (options.containsKey("seed") || options.containsKey("purchases")) {
-            settings = settings.withMoneyAudit(options.containsKey("seed") ? Long.valueOf(options.get("seed")) : null,
-                                               Integer.parseInt(options.getOrDefault("purchases", String.valueOf(settings.auditPurchases()))));
-        }
         List<Drill> chosen = names.contains("all") ? catalogue()
                 : names.stream().map(n -> catalogue().stream().filter(d -> d.name().equals(n)).findFirst().orElseThrow()).toList();
         List<Findings.Report> reports = new ArrayList<>();
@@ -128,7 +116,31 @@ public final class Drills {
         return line.toString();
     }
 
-    private static Map<String, String> parse(String[] args, List<String> names) {
+    /** The settings the options ask for, over {@link Settings#defaults()}; a reserve longer than half the deadline is refused, as the service refuses it. */
+    static Settings settings(Map<String, String> options) {
+        Settings settings = Settings.defaults();
+        if (options.containsKey("deadline")) {
+            settings = settings.withDeadline(Duration.ofMillis(Long.parseLong(options.get("deadline"))));
+        }
+        if (options.containsKey("answer-reserve")) {
+            settings = settings.withAnswerReserve(Duration.ofMillis(Long.parseLong(options.get("answer-reserve"))));
+        }
+        if (settings.answerReserve().multipliedBy(2).compareTo(settings.deadline()) > 0) {
+            throw new IllegalArgumentException("--answer-reserve is at most half of --deadline, as purchase.answer-reserve is (here "
+                                               + settings.answerReserve().toMillis() + " of " + settings.deadline().toMillis() + " ms)");
+        }
+        if (options.containsKey("mode") || options.containsKey("buyers")) {
+            settings = settings.withStampede(options.get("mode"), Integer.parseInt(options.getOrDefault("buyers", "200")));
+        }
+        if (options.containsKey("seed") || options.containsKey("purchases")) {
+            settings = settings.withMoneyAudit(options.containsKey("seed") ? Long.valueOf(options.get("seed")) : null,
+                                               Integer.parseInt(options.getOrDefault("purchases", String.valueOf(settings.auditPurchases()))));
+        }
+        return settings;
+    }
+
+    /** The options by name, the drills' names added to {@code names}; {@link IllegalArgumentException} names what is wrong. */
+    static Map<String, String> parse(String[] args, List<String> names) {
         Map<String, String> options = new java.util.HashMap<>();
         for (int i = 0; i < args.length; i++) {
             String arg = args[i];
