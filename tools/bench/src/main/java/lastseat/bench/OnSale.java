@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
+import lastseat.testkit.Timelines;
 import lastseat.testkit.Together;
 import org.HdrHistogram.Histogram;
 
@@ -13,7 +14,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -150,15 +150,8 @@ final class OnSale {
                     StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%d ms from its intended start, server time %d ms:",
                             (a.end() - a.intended()) / 1_000_000, a.answer().serverMillis()));
                     String id = a.answer().json().path("id").asText("");
-                    Instant first = null;
-                    for (JsonNode step : id.isEmpty() ? List.<JsonNode>of() : client(server).purchaseView(id).path("timeline")) {
-                        Instant started = Instant.parse(step.path("startedAt").asText());
-                        first = first == null ? started : first;
-                        String ended = step.path("endedAt").asText("");
-                        line.append(String.format(Locale.ROOT, " %s +%d %s;", step.path("step").asText(),
-                                Duration.between(first, started).toMillis(),
-                                ended.isEmpty() || ended.equals("null") ? "open"
-                                        : Duration.between(started, Instant.parse(ended)).toMillis() + " ms"));
+                    if (!id.isEmpty()) {
+                        line.append(Timelines.describe(client(server).purchaseView(id).path("timeline")));
                     }
                     return line.toString();
                 })

@@ -2,13 +2,12 @@ package lastseat.drills;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
-import java.time.Duration;
-import java.time.Instant;
 import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import lastseat.testkit.Answer;
+import lastseat.testkit.Timelines;
 
 /**
  * Faults in the fraud and tax checks (step 2). Under each, the purchase must end within the
@@ -180,17 +179,7 @@ final class CheckDrills {
         if (id.isEmpty()) {
             return what;
         }
-        StringBuilder steps = new StringBuilder(what).append(", purchase ").append(id).append(":");
-        Instant first = null;
-        for (JsonNode step : target.purchaseView(id).path("timeline")) {
-            Instant started = Instant.parse(step.path("startedAt").asText());
-            first = first == null ? started : first;
-            String ended = step.path("endedAt").asText("");
-            steps.append(' ').append(step.path("step").asText()).append(" +").append(Duration.between(first, started).toMillis())
-                 .append(ended.isEmpty() ? " open" : " " + Duration.between(started, Instant.parse(ended)).toMillis() + " ms")
-                 .append(" (").append(step.path("outcome").asText()).append(")");
-        }
-        return steps.toString();
+        return what + ", purchase " + id + ":" + Timelines.describe(target.purchaseView(id).path("timeline"));
     }
 
     /** The steps of the event's only purchase, by name, with their outcomes. */
