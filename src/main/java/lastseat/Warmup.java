@@ -48,15 +48,16 @@ import java.util.regex.Pattern;
 /**
  * The warm-up ({@code warm-up.*}): before a process listens, it starts a throwaway copy of itself —
  * {@link Main#start} with lastseat's own keys ({@link LastseatConfig#settings}; of {@code server.*}
- * only {@code max-payload-size}), but an in-memory H2 database, ports on 127.0.0.1 only, keys of its
+ * only {@code max-payload-size}), but a database of its own ({@link WarmupDatabase}: an in-memory H2, or
+ * on PostgreSQL a schema of its own), ports on 127.0.0.1 only, keys of its
  * own, a deadline its cold first round can finish in ({@link #COPY_DEADLINE}) and a stand-in for the
  * outside services on the loopback — and buys from it over HTTP the way an on-sale does: bursts of
  * buyers at a last seat, each burst on new connections, and buyers of a larger event. Then it stops the
  * copy. The first buyers of the real process then meet code that is loaded, linked and compiled, not a
  * server a moment old (docs/BENCHMARKS.md, "Warm-up before listening").
  *
- * <p>Contract: nothing leaves the machine and nothing reaches {@code db.url}: the copy is not started
- * unless its checked configuration points at its own database, the stand-in and 127.0.0.1; its
+ * <p>Contract: nothing leaves the machine and nothing reaches {@code db.url}'s tables: the copy is not
+ * started unless its checked configuration points at its own database, the stand-in and 127.0.0.1; its
  * database is dropped with it; the stand-in answers fraud approve, tax zero and payment captured; and
  * no metric of the real process counts the warm-up (what the copy registered is removed before the
  * real process makes its own). {@code warm-up.purchases} bounds the requests sent, {@code
@@ -98,14 +99,15 @@ final class Warmup {
     /**
      * What a warm-up did: requests sent, answers by status (with the problem's kind, as {@code 503 overloaded};
      * {@code no answer} for a request that timed out or failed), how long the copy took to start, the buying,
-     * and the JIT's catching up after it; {@code failure} says why it stopped early, if it did.
+     * and the JIT's catching up after it, where the copy kept its data ({@link WarmupDatabase}); {@code failure} says
+     * why it stopped early, if it did.
      */
     record Done(int sent, Map<String, Integer> answers, Duration started, Duration bought, Duration compiled,
-                Optional<String> failure) {
+                String database, Optional<String> failure) {
         @Override
         public String toString() {
             return "a throwaway copy started in " + started.toMillis() + " ms, " + sent + " purchase requests to it in " + bought.toMillis()
-                   + " ms, answered " + answers + "; the JIT caught up " + compiled.toMillis() + " ms later"
+                   + " ms, answered " + answers + "; the JIT caught up " + compiled.toMillis() + " ms later; its database: " + database
                    + failure.map(why -> "; stopped early: " + why).orElse("");
         }
     }
@@ -138,6 +140,7 @@ final class Warmup {
         HttpServer standIn = null;
         ExecutorService standInThreads = Executors.newVirtualThreadPerTaskExecutor();
         Main.Running copy = null;
+        WarmupDatabase database = null;
         Optional<String> failure = Optional.empty();
         try {
             standIn = HttpServer.create(new InetSocketAddress(InetAddress.getByName(LOOPBACK), 0), 0);
@@ -145,13 +148,13 @@ final class Warmup {
             standIn(standIn, config);
             String operatorKey = ApiKeys.newKey();
             String standInUrl = "http://" + LOOPBACK + ":" + standIn.getAddress().getPort();
-            String database = "jdbc:h2:mem:lastseat-warm-up-" + UUID.randomUUID();
+            database = WarmupDatabase.of(config.db(), config.warmUp());
             Map<String, String> settings = new HashMap<>(LastseatConfig.settings(source));
             source.get("server.max-payload-size").asString().ifPresent(cap -> settings.put("server.max-payload-size", cap));
             settings.putAll(Map.ofEntries(
                     Map.entry("server.port", "0"), Map.entry("server.host", LOOPBACK),
                     Map.entry("access.admin-port", "0"), Map.entry("access.admin-host", LOOPBACK),
-                    Map.entry("db.url", database), Map.entry("db.user", "sa"), Map.entry("db.password", ""),
+                    Map.entry("db.url", database.url()), Map.entry("db.user", database.user()), Map.entry("db.password", database.password()),
                     Map.entry("outside.base-url", standInUrl),
                     Map.entry("purchase.deadline", copyDeadline(config).toMillis() + "ms"),
                     Map.entry("access.operator-key", operatorKey),
@@ -161,7 +164,7 @@ final class Warmup {
             Config copyConfig = Config.just(ConfigSources.create(settings));
             LastseatConfig checked = LastseatConfig.from(copyConfig);
             // The copy must be a copy: refused, rather than trusted, if a renamed key left the real one in place.
-            if (!checked.db().url().startsWith("jdbc:h2:mem:lastseat-warm-up-") || !checked.outside().baseUrl().equals(standInUrl)
+            if (!checked.db().url().equals(database.url()) || !checked.outside().baseUrl().equals(standInUrl)
                 || !checked.access().adminHost().equals(LOOPBACK) || checked.warmUp().enabled()) {
                 throw new IllegalStateException("the copy's configuration does not point at its own database and stand-in");
             }
@@ -188,6 +191,7 @@ final class Warmup {
             bought = Math.max(bought, started);
             caughtUp = Math.max(caughtUp, bought);
             quietly("stopping the warm-up's copy", copy);
+            quietly("dropping the copy's database", database);
             if (standIn != null) {
                 HttpServer server = standIn;
                 quietly("stopping the warm-up's stand-in", () -> server.stop(0));
@@ -199,7 +203,8 @@ final class Warmup {
             made.forEach(Metrics.globalRegistry()::remove);
         }
         return new Done(buyers == null ? 0 : buyers.sent(), new TreeMap<>(answers), Duration.ofNanos(started - start),
-                        Duration.ofNanos(bought - started), Duration.ofNanos(caughtUp - bought), failure);
+                        Duration.ofNanos(bought - started), Duration.ofNanos(caughtUp - bought),
+                        database == null ? "none" : database.toString(), failure);
     }
 
     /** {@link #COPY_DEADLINE}, at most {@code warm-up.max-time}, and never shorter than the real deadline. */

@@ -2,6 +2,7 @@ package lastseat.drills;
 
 import com.github.tomakehurst.wiremock.WireMockServer;
 import lastseat.testkit.Answer;
+import lastseat.testkit.FreshPostgres;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.TempDirs;
@@ -14,6 +15,9 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.ResultSet;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.UUID;
@@ -25,8 +29,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 /**
  * The warm-up at start ({@code warm-up.*}, {@code lastseat.Warmup}) on a real process, as it runs in
  * production: it buys from a throwaway copy before the server listens, and leaves no trace outside that
- * copy — no request reached the outside services, no row reached {@code db.url}, no metric of the
- * process counts it — and the process then sells as one started without it.
+ * copy — no request reached the outside services, no row reached {@code db.url}'s tables, no metric of
+ * the process counts it — and the process then sells as one started without it. On PostgreSQL the copy
+ * buys in a schema of its own, dropped after it (and H2 when it may not make one).
  */
 class WarmupTest {
     private static final Pattern DONE = Pattern.compile("warm-up: a throwaway copy started in \\d+ ms, (\\d+) purchase requests to it in "
@@ -40,6 +45,131 @@ class WarmupTest {
             answers.put(one.substring(0, equals), Integer.parseInt(one.substring(equals + 1)));
         }
         return answers;
+    }
+
+    /** db.url's tables hold the one event and purchase of the test, and no key but the demo's: nothing of the copy. */
+    private static void assertOnlyTheTestsOwnRows(Connection c) throws Exception {
+        try (ResultSet counts = c.createStatement().executeQuery(
+                "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM purchases), "
+                + "(SELECT COUNT(*) FROM api_keys WHERE name NOT IN ('operator', 'demo-shop'))")) {
+            counts.next();
+            assertThat(counts.getInt(1)).as("events in db.url: the test's own only").isEqualTo(1);
+            assertThat(counts.getInt(2)).as("purchases in db.url: the test's own only").isEqualTo(1);
+            assertThat(counts.getInt(3)).as("keys in db.url besides the demo's").isZero();
+        }
+    }
+
+    /** The schemas of warm-ups in {@code c}'s database. */
+    private static List<String> warmUpSchemas(Connection c) throws Exception {
+        List<String> names = new ArrayList<>();
+        try (ResultSet rs = c.createStatement().executeQuery(
+                "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'lastseat\\_warm\\_up\\_%' ORDER BY nspname")) {
+            while (rs.next()) {
+                names.add(rs.getString(1));
+            }
+        }
+        return names;
+    }
+
+    @Test
+    void onPostgresTheCopyBuysInASchemaOfItsOwnThatIsDroppedAfterItAsIsOneLeftByAKilledWarmUpButNotOneStillInUse() throws Exception {
+        WireMockServer stubs = StubServer.create();
+        stubs.start();
+        Path dir = Files.createTempDirectory("lastseat-warm-up-postgres");
+        FreshPostgres database = new FreshPostgres("lastseat_warm_");
+        try {
+            database.create("WarmupTest");
+            // A schema a killed warm-up left 11 minutes ago by the database's clock, and one another instance is warming up in now.
+            String stale;
+            String inUse;
+            try (Connection c = DriverManager.getConnection(database.url(), "postgres", "");
+                 ResultSet now = c.createStatement().executeQuery("SELECT CAST(FLOOR(EXTRACT(EPOCH FROM CLOCK_TIMESTAMP())) AS BIGINT)")) {
+                now.next();
+                stale = "lastseat_warm_up_" + (now.getLong(1) - 11 * 60) + "_0123456789ab";
+                inUse = "lastseat_warm_up_" + (now.getLong(1) - 60) + "_ba9876543210";
+                c.createStatement().execute("CREATE SCHEMA " + stale);
+                c.createStatement().execute("CREATE TABLE " + stale + ".events (id INT)");
+                c.createStatement().execute("CREATE SCHEMA " + inUse);
+            }
+            String log;
+            Answer bought;
+            int permitsAfter;
+            List<String> schemasWhileRunning;
+            try (ServerProcess server = ServerProcess.start(dir, URI.create("http://127.0.0.1:" + stubs.port()),
+                                                            database.settings("warm-up.purchases", "80"));
+                 LastseatClient client = new LastseatClient(server.instance());
+                 Connection c = DriverManager.getConnection(database.url(), "postgres", "")) {
+                log = Files.readString(server.log());
+                schemasWhileRunning = warmUpSchemas(c);
+                bought = client.purchaseQuantity(UUID.randomUUID().toString(), client.newEvent(2), 1, "ada");
+                permitsAfter = client.freePaymentPermits();
+                assertOnlyTheTestsOwnRows(c);
+            }
+
+            Matcher done = DONE.matcher(log);
+            assertThat(done.find()).as("the warm-up's line in the log:%n%s", log).isTrue();
+            Map<String, Integer> answers = answers(done.group(2));
+            assertThat(answers.getOrDefault("201", 0)).as("the copy sold on PostgreSQL: " + answers).isPositive();
+            assertThat(log).as("where the copy kept its data")
+                           .containsPattern("its database: schema lastseat_warm_up_\\d+_[0-9a-f]{12} of db.url's database")
+                           .contains("dropped " + stale + ", left by an earlier warm-up that did not finish");
+            assertThat(schemasWhileRunning).as("warm-up schemas once the process listens: its own dropped, the stale one too, "
+                                               + "the one of an instance warming up now kept").containsExactly(inUse);
+            assertThat(bought.status()).as(bought.toString()).isEqualTo(201);
+            assertThat(permitsAfter).as("payment permits back after the purchase").isEqualTo(20);
+        } finally {
+            stubs.stop();
+            database.close();
+            TempDirs.deleteQuietly(dir);
+        }
+    }
+
+    @Test
+    void onPostgresWithoutTheRightToCreateASchemaTheCopyUsesAnInMemoryH2AndTheProcessSaysSoAndSells() throws Exception {
+        WireMockServer stubs = StubServer.create();
+        stubs.start();
+        Path dir = Files.createTempDirectory("lastseat-warm-up-no-schema");
+        FreshPostgres database = new FreshPostgres("lastseat_warm_");
+        String role = database.name() + "_app";
+        try {
+            database.create("WarmupTest");
+            // A role that may use the public schema but not create another: as a shop's own database user often is.
+            try (Connection c = DriverManager.getConnection(database.url(), "postgres", "")) {
+                c.createStatement().execute("CREATE ROLE " + role + " LOGIN");
+                c.createStatement().execute("GRANT CONNECT ON DATABASE " + database.name() + " TO " + role);
+                c.createStatement().execute("GRANT USAGE, CREATE ON SCHEMA public TO " + role);
+            }
+            Map<String, String> settings = new HashMap<>(database.settings("warm-up.purchases", "4"));
+            settings.put("db.user", role);
+            String log;
+            Answer bought;
+            int permitsAfter;
+            try (ServerProcess server = ServerProcess.start(dir, URI.create("http://127.0.0.1:" + stubs.port()), settings);
+                 LastseatClient client = new LastseatClient(server.instance());
+                 Connection c = DriverManager.getConnection(database.url(), "postgres", "")) {
+                log = Files.readString(server.log());
+                bought = client.purchaseQuantity(UUID.randomUUID().toString(), client.newEvent(2), 1, "ada");
+                permitsAfter = client.freePaymentPermits();
+                assertOnlyTheTestsOwnRows(c);
+                assertThat(warmUpSchemas(c)).as("warm-up schemas").isEmpty();
+            }
+
+            assertThat(log).as("the warning and where the copy kept its data instead")
+                           .contains("could not create a schema of its own in db.url's database")
+                           .contains("the throwaway copy uses an in-memory H2 instead")
+                           .contains("its database: an in-memory H2");
+            assertThat(bought.status()).as(bought.toString()).isEqualTo(201);
+            assertThat(permitsAfter).as("payment permits back after the purchase").isEqualTo(20);
+        } finally {
+            stubs.stop();
+            database.close();
+            try (Connection c = DriverManager.getConnection(FreshPostgres.SERVER + "postgres", "postgres", "")) {
+                c.createStatement().execute("DROP ROLE IF EXISTS " + role);
+            } catch (java.sql.SQLException e) {
+                // PostgreSQL was not there: the test was skipped before the role was made.
+            }
+            TempDirs.deleteQuietly(dir);
+        }
     }
 
     @Test
@@ -128,14 +258,9 @@ class WarmupTest {
                                     .doesNotContainPattern("lastseat_purchases_total\\{[^}]*} ([2-9]|1\\d)")
                                     .containsPattern("lastseat_outside_seconds_count\\{[^}]*service=\"fraud\"[^}]*} 1(\\.0)?\\n");
             assertThat(permitsAfter).as("payment permits back after the purchase").isEqualTo(20);
-            try (Connection c = DriverManager.getConnection("jdbc:h2:file:" + dir.resolve("lastseat").toAbsolutePath(), "sa", "");
-                 ResultSet counts = c.createStatement().executeQuery(
-                         "SELECT (SELECT COUNT(*) FROM events), (SELECT COUNT(*) FROM purchases), "
-                         + "(SELECT COUNT(*) FROM api_keys WHERE name NOT IN ('operator', 'demo-shop'))")) {
-                counts.next();
-                assertThat(counts.getInt(1)).as("events in db.url: the test's own only").isEqualTo(1);
-                assertThat(counts.getInt(2)).as("purchases in db.url: the test's own only").isEqualTo(1);
-                assertThat(counts.getInt(3)).as("keys in db.url besides the demo's").isZero();
+            assertThat(log).as("where the copy kept its data").contains("its database: an in-memory H2");
+            try (Connection c = DriverManager.getConnection("jdbc:h2:file:" + dir.resolve("lastseat").toAbsolutePath(), "sa", "")) {
+                assertOnlyTheTestsOwnRows(c);
             }
         } finally {
             stubs.stop();
