@@ -100,6 +100,7 @@ class ConfigTest {
             "warm-up.purchases, -1",
             "warm-up.purchases, 100001",
             "warm-up.max-time, 0s",
+            "warm-up.postgres-schema, yes",
     })
     void aBadValueStopsStartUpNamingTheKey(String key, String value) {
         Config config = Config.just(ConfigSources.create(Map.of(key, value, "db.url", "jdbc:h2:mem:never-opened")),
@@ -176,6 +177,7 @@ class ConfigTest {
                                                              16, Duration.ofDays(7), 500));
         assertThat(tree.drills().enabled()).isFalse();
         assertThat(tree.demo().createEvent()).isFalse();
+        assertThat(tree.warmUp()).isEqualTo(new WarmupConfig(1500, Duration.ofSeconds(10), true));
         // deadline 800 ms + abandoned-after 5 s; the sweeper's grace is two sweep intervals of 1 s.
         assertThat(tree.abandonedAge()).isEqualTo(Duration.ofMillis(5800));
         assertThat(tree.sweepGrace()).isEqualTo(Duration.ofSeconds(2));
