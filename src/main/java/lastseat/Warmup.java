@@ -164,7 +164,8 @@ final class Warmup {
             Config copyConfig = Config.just(ConfigSources.create(settings));
             LastseatConfig checked = LastseatConfig.from(copyConfig);
             // The copy must be a copy: refused, rather than trusted, if a renamed key left the real one in place.
-            if (!checked.db().url().equals(database.url()) || !checked.outside().baseUrl().equals(standInUrl)
+            if (!checked.db().url().equals(database.url()) || database.url().equals(config.db().url())
+                || !checked.outside().baseUrl().equals(standInUrl)
                 || !checked.access().adminHost().equals(LOOPBACK) || checked.warmUp().enabled()) {
                 throw new IllegalStateException("the copy's configuration does not point at its own database and stand-in");
             }
