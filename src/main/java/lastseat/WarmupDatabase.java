@@ -2,6 +2,7 @@ package lastseat;
 
 import lastseat.config.DbConfig;
 import lastseat.config.WarmupConfig;
+import lastseat.db.Database;
 
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -37,8 +38,8 @@ import java.util.regex.Pattern;
 final class WarmupDatabase implements AutoCloseable {
     private static final Logger LOG = Logger.getLogger(WarmupDatabase.class.getName());
     /** Longer than any warm-up: its bound is at most a minute, the copy's start and stop a few seconds. */
-    static final Duration STALE = Duration.ofMinutes(10);
-    static final String PREFIX = "lastseat_warm_up_";
+    private static final Duration STALE = Duration.ofMinutes(10);
+    private static final String PREFIX = "lastseat_warm_up_";
     private static final Pattern NAME = Pattern.compile(PREFIX + "(\\d+)_[0-9a-f]{12}");
     private static final Pattern SEARCH_PATH = Pattern.compile("[?&](currentschema|options)=");
 
@@ -65,7 +66,7 @@ final class WarmupDatabase implements AutoCloseable {
      */
     static WarmupDatabase of(DbConfig real, WarmupConfig warmUp) {
         Duration bound = warmUp.maxTime();
-        if (!warmUp.postgresSchema() || !real.url().startsWith("jdbc:postgresql:")) {
+        if (!warmUp.postgresSchema() || !Database.isPostgres(real.url())) {
             return inMemory(real, bound);
         }
         if (SEARCH_PATH.matcher(real.url().toLowerCase(Locale.ROOT)).find()) {
@@ -102,11 +103,6 @@ final class WarmupDatabase implements AutoCloseable {
 
     String password() {
         return password;
-    }
-
-    /** Its schema in {@code db.url}'s database; empty for an in-memory H2. */
-    Optional<String> schema() {
-        return schema;
     }
 
     @Override

@@ -201,6 +201,11 @@ public final class Database implements AutoCloseable {
         return dialect == Dialect.POSTGRESQL;
     }
 
+    /** Whether {@code url} is a PostgreSQL one, as this class tells databases apart. */
+    public static boolean isPostgres(String url) {
+        return Dialect.of(url) == Dialect.POSTGRESQL;
+    }
+
     /** Each database says it its own way; an unknown one is left with its default. */
     private static String lockTimeoutSql(DbConfig config) {
         return Dialect.of(config.url()).lockTimeout(config.lockTimeout().toMillis());
