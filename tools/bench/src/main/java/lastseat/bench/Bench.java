@@ -3,6 +3,7 @@ package lastseat.bench;
 import lastseat.testkit.Answer;
 import lastseat.testkit.Instance;
 import lastseat.testkit.LastseatClient;
+import lastseat.testkit.NewConnection;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.StubsClient;
 import lastseat.testkit.TempDirs;
@@ -587,8 +588,24 @@ public final class Bench {
 
     /** One purchase of any one seat; a failed exchange is an answer too (599, or 598 when interrupted), counted by its status. */
     static Answer purchase(LastseatClient client, String event, String buyer) {
+        return counted(() -> client.purchaseQuantity(UUID.randomUUID().toString(), event, 1, buyer));
+    }
+
+    /**
+     * {@link #purchase(LastseatClient, String, String)} on a TCP connection of its own ({@link NewConnection}), as a buyer
+     * from another machine arrives, without a JDK client's threads on the server's cores; answered within {@code timeout}.
+     */
+    static Answer purchaseOnNewConnection(Instance instance, String event, String buyer, Duration timeout) {
+        return counted(() -> NewConnection.exchange(instance.api(), "POST", "/purchases",
+                                                    Map.of("Content-Type", "application/json",
+                                                           "Authorization", "Bearer " + instance.clientKey(),
+                                                           "Idempotency-Key", UUID.randomUUID().toString()),
+                                                    LastseatClient.quantityBody(event, 1, buyer).getBytes(StandardCharsets.UTF_8), timeout));
+    }
+
+    private static Answer counted(java.util.function.Supplier<Answer> exchange) {
         try {
-            return client.purchaseQuantity(UUID.randomUUID().toString(), event, 1, buyer);
+            return exchange.get();
         } catch (UncheckedIOException e) {
             return failed(599, String.valueOf(e.getCause()));
         } catch (IllegalStateException e) {
@@ -672,51 +689,29 @@ public final class Bench {
 
     /**
      * The stubs stand in for providers that have been up for days; a benchmark of a cold lastseat
-     * must not also time a cold WireMock (its Jetty threads and JIT). So before a server is started,
-     * {@code calls} requests to each of fraud, tax and payment, 50 at a time in all, with no delay; the
-     * payments go into the ledger under keys of their own ({@code warm-stubs-*}). Sets no stub delays:
-     * call {@link #stub} after it.
+     * must not also time a cold WireMock (its Jetty threads and JIT), nor a cold load generator in
+     * this JVM. So before a server is started, {@code calls} requests to each of fraud, tax and
+     * payment, 50 at a time in all, with no delay, each on a connection of its own through
+     * {@link NewConnection}, the client of the bursts' buyers, which compiles it too; the payments go
+     * into the ledger under keys of their own ({@code warm-stubs-*}). Sets no stub delays: call
+     * {@link #stub} after it.
      */
     void warmStubs(int calls) throws InterruptedException {
         stub(0, 0, 0);
-        try (java.net.http.HttpClient http = java.net.http.HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(2)).build();
-             ExecutorService pool = Executors.newVirtualThreadPerTaskExecutor()) {
-            java.util.concurrent.Semaphore inFlight = new java.util.concurrent.Semaphore(50);
-            AtomicInteger failed = new AtomicInteger();
-            for (int i = 0; i < calls; i++) {
-                for (String path : List.of("/fraud/checks", "/tax/quotes", "/payments")) {
-                    String key = "warm-stubs-" + i;
-                    String body = "{\"purchaseId\":\"" + key + "\",\"amount\":\"10.00\",\"currency\":\"EUR\"}";
-                    inFlight.acquire();
-                    pool.submit(() -> {
-                        try {
-                            int status = http.send(java.net.http.HttpRequest.newBuilder(stubsUri().resolve(path)).timeout(Duration.ofSeconds(10))
-                                            .header("Content-Type", "application/json").header("Idempotency-Key", key)
-                                            .POST(java.net.http.HttpRequest.BodyPublishers.ofString(body)).build(),
-                                    java.net.http.HttpResponse.BodyHandlers.discarding()).statusCode();
-                            if (status >= 300) {
-                                failed.incrementAndGet();
-                            }
-                        } catch (IOException e) {
-                            failed.incrementAndGet();
-                        } catch (InterruptedException e) {
-                            failed.incrementAndGet();
-                            Thread.currentThread().interrupt();
-                        } finally {
-                            inFlight.release();
-                        }
-                    });
-                }
+        List<Integer> statuses = Together.atMost(50, 3 * calls, i -> {
+            String key = "warm-stubs-" + i / 3;
+            String path = List.of("/fraud/checks", "/tax/quotes", "/payments").get(i % 3);
+            byte[] body = ("{\"purchaseId\":\"" + key + "\",\"amount\":\"10.00\",\"currency\":\"EUR\"}").getBytes(StandardCharsets.UTF_8);
+            try {
+                return NewConnection.exchange(stubsUri(), "POST", path, Map.of("Content-Type", "application/json", "Idempotency-Key", key),
+                                              body, Duration.ofSeconds(10)).status();
+            } catch (UncheckedIOException e) {
+                return 599;
             }
-            pool.shutdown();
-            if (!pool.awaitTermination(2, TimeUnit.MINUTES)) {
-                // close() would wait for them without a bound.
-                pool.shutdownNow();
-                throw new IllegalStateException("warming the stubs took more than 2 minutes");
-            }
-            if (failed.get() > 0) {
-                throw new IllegalStateException("warming the stubs failed: " + failed.get() + " of " + 3 * calls + " calls not answered 2xx");
-            }
+        }, Duration.ofMinutes(2));
+        long notAnswered = statuses.stream().filter(status -> status >= 300).count();
+        if (notAnswered > 0) {
+            throw new IllegalStateException("warming the stubs failed: " + notAnswered + " of " + 3 * calls + " calls not answered 2xx");
         }
     }
 

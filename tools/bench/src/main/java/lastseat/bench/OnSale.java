@@ -32,7 +32,7 @@ import java.util.function.IntFunction;
  * <ol>
  *   <li><b>Cold burst.</b> A server started seconds ago, never warmed up by the benchmark. Each of 5
  *       rounds makes a 1-seat event and releases 100 buyers together, each on a new connection of its
- *       own (its own JDK client), as real buyers arrive. The truth is 1 × 201 and 99 × 409; a round
+ *       own ({@link lastseat.testkit.NewConnection}), as real buyers arrive. The truth is 1 × 201 and 99 × 409; a round
  *       that is not prints each other answer, with the timeline of each purchase that held the seat.</li>
  *   <li><b>Overload.</b> Open-model arrivals at 5 × the ceiling (500/s) for 20 s on an event with
  *       plenty of seats: confirmed/s against 0.9 × the ceiling, the share of 202s (≤ 1 %), the 503s'
@@ -378,18 +378,39 @@ final class OnSale {
     // --- plumbing ---
 
     /**
-     * {@code n} buyers of one seat each, released together, buyer {@code i} at {@code target(i)} on a JDK
-     * client of its own (so a connection of its own), made before the release and closed after the answers.
+     * {@code n} buyers of one seat each, released together, buyer {@code i} at {@code target(i)} on a TCP connection
+     * of its own ({@link Bench#purchaseOnNewConnection}), opened after the release. Prints what this process (the
+     * buyers' clients and the stubs) spent of the machine's CPU meanwhile, beside the machine's whole.
      */
     private static List<Answer> burst(int n, IntFunction<lastseat.testkit.Instance> target, String event, String label) throws InterruptedException {
-        List<LastseatClient> clients = new ArrayList<>(n);
-        try {
-            for (int i = 0; i < n; i++) {
-                clients.add(new LastseatClient(target.apply(i), LastseatClient.CONNECT_TIMEOUT, Duration.ofSeconds(60)));
+        MachineCpu before = MachineCpu.now();
+        List<Answer> answers = Together.run(n, i -> Bench.purchaseOnNewConnection(target.apply(i), event, label + "-buyer-" + i,
+                                                                                  Duration.ofSeconds(60)), Duration.ofMinutes(3));
+        System.out.println("   " + label + ": " + MachineCpu.now().since(before));
+        return answers;
+    }
+
+    /** The machine's busy CPU (the first line of {@code /proc/stat}) and this process's, in milliseconds. */
+    record MachineCpu(double machineMillis, double benchMillis, long nanos) {
+        static MachineCpu now() {
+            try {
+                String[] cpu = Files.readAllLines(Path.of("/proc/stat")).getFirst().trim().split("\\s+");
+                long busy = 0;
+                // user, nice, system, irq, softirq, steal: not idle (4), iowait (5), nor guest (9, 10), which user and nice hold already.
+                for (int i : new int[] {1, 2, 3, 6, 7, 8}) {
+                    busy += i < cpu.length ? Long.parseLong(cpu[i]) : 0;
+                }
+                return new MachineCpu(busy * 1000.0 / ProcessCpu.TICKS_PER_SECOND, ProcessCpu.millis(ProcessHandle.current().pid()),
+                                      System.nanoTime());
+            } catch (IOException e) {
+                return new MachineCpu(Double.NaN, Double.NaN, System.nanoTime());
             }
-            return Together.run(n, i -> Bench.purchase(clients.get(i), event, label + "-buyer-" + i), Duration.ofMinutes(3));
-        } finally {
-            clients.forEach(LastseatClient::close);
+        }
+
+        String since(MachineCpu before) {
+            return String.format(Locale.ROOT, "the machine's CPU from the release to the last answer %.0f ms in %.0f ms, "
+                                              + "%.0f ms of it the benchmark's own (the buyers' clients and the stubs)",
+                                 machineMillis - before.machineMillis, (nanos - before.nanos) / 1e6, benchMillis - before.benchMillis);
         }
     }
 

@@ -16,9 +16,9 @@ import java.util.concurrent.Executors;
  * that a server that stopped answering ends a test or a drill with an error instead of hanging it.
  *
  * <p>Hazard: each one holds a selector thread, its pooled connections and an executor until it is
- * closed. A caller makes one per program or test class and shares it ({@code on(...)}); one that makes
- * one per buyer, to give each buyer a connection of its own as real buyers have (bin/bench's cold
- * burst), closes each when its buyer has been answered.
+ * closed. A caller makes one per program or test class and shares it ({@code on(...)}); a buyer that needs
+ * a connection of its own, as real buyers have (bin/bench's bursts), is better served by
+ * {@link NewConnection}, whose cost is one socket; one made per buyer anyway is closed once its buyer is answered.
  */
 final class Http implements AutoCloseable {
     private final HttpClient client;

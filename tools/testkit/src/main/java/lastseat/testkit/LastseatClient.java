@@ -31,8 +31,8 @@ import java.util.stream.Collectors;
  *
  * <p>Closing: a client made with a constructor owns its JDK client (a selector thread, pooled
  * connections) and {@link #close()} closes it, for every view made from it with {@link #on}; closing
- * a view does nothing. One client per program or test class is the rule; one per buyer, each closed
- * when answered, gives every buyer a new connection (bin/bench's cold burst).
+ * a view does nothing. One client per program or test class is the rule; a buyer on a new connection
+ * of its own (bin/bench's bursts) goes through {@link NewConnection} instead.
  */
 public final class LastseatClient implements AutoCloseable {
     public static final Duration CONNECT_TIMEOUT = Duration.ofSeconds(5);
