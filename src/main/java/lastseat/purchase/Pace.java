@@ -18,7 +18,7 @@ import java.util.function.Supplier;
  * time, or less when the deadline has no room for it. More would only wait at the bulkhead with
  * its seats held until the deadline cuts it (the 202s of an overload); fewer would leave permits idle.
  * A purchase refused a place may wait for one only as long as {@link #waitFor} says its own deadline
- * still has room after the whole path.
+ * still has room after the whole path; a refused buyer whose seats may still go ({@link #roomToWait}) too.
  *
  * <p>Hazard: the figures are estimates from the recent past. When the provider slows past the
  * deadline, the limit falls to the permits themselves (no queue), never to nothing: purchases must
@@ -86,6 +86,16 @@ final class Pace {
         long budget = room(path) - Math.clamp(room(path), 0, call) - elapsed.toNanos();
         long expected = Math.ceilDiv(call * position, permits);
         return budget > 0 && expected <= budget ? Duration.ofNanos(budget) : Duration.ZERO;
+    }
+
+    /**
+     * How long a purchase with {@code left} of its work's time may wait for a place and still go the whole
+     * path in time (to its payment, and through a call of the recent length, with the margin kept): zero
+     * when it cannot.
+     */
+    Duration roomToWait(Duration left) {
+        long path = toPayment.percentile().toNanos() + Math.max(1, callTime.get().toNanos());
+        return Duration.ofNanos(Math.max(0, left.toNanos() - margin.toNanos() - path));
     }
 
     /**

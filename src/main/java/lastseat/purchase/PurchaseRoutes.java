@@ -238,7 +238,8 @@ public final class PurchaseRoutes implements HttpService {
      * plenty of seats stay free, it is 503 with Retry-After at once. Otherwise, once the purchases admitted before it
      * ({@code mark}) have made their reservations, a read says whether its seats are gone — 409, the
      * truth, even when busy. If a quantity is asked for and fewer seats are free than the purchases this process may run, it
-     * waits for a place while its deadline allows (then it runs, and its reservation tells the truth);
+     * waits for a place while its deadline leaves room for the whole path after the wait (then it runs, and its
+     * reservation tells the truth);
      * only seats still free at the end, or plenty of them, make it 503 with Retry-After.
      */
     private Turn notAdmitted(String key, byte[] body, Order order, Deadline deadline, long mark) {
@@ -255,7 +256,9 @@ public final class PurchaseRoutes implements HttpService {
                 // So few seats left that as many purchases as this process runs (and another instance's)
                 // may take them all: the answer is likely 409 in a moment, not 503 now. A place comes back as soon as one of them ends. (Named seats that
                 // are free now are not what those running wanted; at the process's own cap, no waiting.)
-                Optional<Admission.Permit> permit = admission.claim(deadline.remaining().minus(pace.margin()));
+                // A place later than the whole path allows would take a seat and call the checks only to be cut by the deadline.
+                Duration room = pace.roomToWait(deadline.remaining());
+                Optional<Admission.Permit> permit = room.isZero() ? Optional.empty() : admission.claim(room);
                 if (permit.isPresent()) {
                     return new Turn.Go(permit.get());
                 }

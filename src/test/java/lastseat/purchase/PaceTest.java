@@ -75,6 +75,18 @@ class PaceTest {
     }
 
     @Test
+    void aRefusedBuyerWhoseSeatsMayStillGoWaitsForAPlaceOnlyWhileTheWholePathStillFitsAfterIt() {
+        measureToPayment(20, 150);
+
+        // 150 to the payment + 200 for the call + the 50 kept: with 700 ms of the work's time left, 300 ms to wait.
+        assertThat(pace.roomToWait(Duration.ofMillis(700))).isEqualTo(Duration.ofMillis(300));
+        assertThat(pace.roomToWait(Duration.ofMillis(400))).as("exactly the path left: no wait").isZero();
+        assertThat(pace.roomToWait(Duration.ofMillis(100))).as("never negative").isZero();
+        callTime.set(Duration.ofMillis(400));
+        assertThat(pace.roomToWait(Duration.ofMillis(700))).as("a slower provider leaves less").isEqualTo(Duration.ofMillis(100));
+    }
+
+    @Test
     void aSlowerProviderLowersTheLimit() {
         measureToPayment(20, 150);
         int before = pace.limit();
