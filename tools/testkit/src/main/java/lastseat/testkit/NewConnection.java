@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
@@ -151,7 +152,7 @@ public final class NewConnection {
 
         byte[] body(Map<String, List<String>> headers) throws IOException {
             String encoding = value(headers, "Transfer-Encoding");
-            if (encoding != null && encoding.toLowerCase(java.util.Locale.ROOT).contains("chunked")) {
+            if (encoding != null && encoding.toLowerCase(Locale.ROOT).contains("chunked")) {
                 ByteArrayOutputStream body = new ByteArrayOutputStream();
                 for (int size = chunkSize(line()); size > 0; size = chunkSize(line())) {
                     copy(size, body);
@@ -165,7 +166,7 @@ public final class NewConnection {
             String length = value(headers, "Content-Length");
             ByteArrayOutputStream body = new ByteArrayOutputStream();
             if (length != null) {
-                copy(Integer.parseInt(length.trim()), body);
+                copy(contentLength(length), body);
             } else {
                 for (int b = read(); b >= 0; b = read()) {
                     body.write(b);
@@ -181,6 +182,14 @@ public final class NewConnection {
                     throw new EOFException("the connection closed " + (n - i) + " bytes before the answer's end");
                 }
                 to.write(b);
+            }
+        }
+
+        private static int contentLength(String value) throws IOException {
+            try {
+                return Integer.parseInt(value.trim());
+            } catch (NumberFormatException e) {
+                throw new IOException("not a Content-Length: " + value, e);
             }
         }
 

@@ -172,9 +172,12 @@ class NewConnectionTest {
 
     @Test
     void somethingThatIsNotHttpIsAFailedExchange() {
-        serve(1, request -> "SSH-2.0-OpenSSH_9.6\r\n\r\n");
+        serve(2, request -> requests.size() == 1 ? "SSH-2.0-OpenSSH_9.6\r\n\r\n"
+                                                 : "HTTP/1.1 200 OK\r\nContent-Length: lots\r\n\r\n{}", true);
 
         assertThatThrownBy(() -> post(base(), TIMEOUT)).isInstanceOf(UncheckedIOException.class)
                 .hasMessageContaining("not an HTTP/1.x status line");
+        assertThatThrownBy(() -> post(base(), TIMEOUT)).isInstanceOf(UncheckedIOException.class)
+                .hasMessageContaining("not a Content-Length: lots");
     }
 }
