@@ -38,6 +38,11 @@ public record Answer(int status, Map<String, List<String>> headers, byte[] raw, 
 
     /** The header's value, its name in any case; several values joined by commas, as HTTP allows; null when absent. */
     public String header(String name) {
+        return header(headers, name);
+    }
+
+    /** {@link #header(String)} of headers not yet an answer (its head, while its body is still being read). */
+    static String header(Map<String, List<String>> headers, String name) {
         return headers.entrySet().stream().filter(e -> e.getKey().equalsIgnoreCase(name))
                 .map(e -> String.join(",", e.getValue())).findFirst().orElse(null);
     }

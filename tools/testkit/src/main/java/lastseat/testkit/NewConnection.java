@@ -151,7 +151,7 @@ public final class NewConnection {
         }
 
         byte[] body(Map<String, List<String>> headers) throws IOException {
-            String encoding = value(headers, "Transfer-Encoding");
+            String encoding = Answer.header(headers, "Transfer-Encoding");
             if (encoding != null && encoding.toLowerCase(Locale.ROOT).contains("chunked")) {
                 ByteArrayOutputStream body = new ByteArrayOutputStream();
                 for (int size = chunkSize(line()); size > 0; size = chunkSize(line())) {
@@ -163,7 +163,7 @@ public final class NewConnection {
                 }
                 return body.toByteArray();
             }
-            String length = value(headers, "Content-Length");
+            String length = Answer.header(headers, "Content-Length");
             ByteArrayOutputStream body = new ByteArrayOutputStream();
             if (length != null) {
                 copy(contentLength(length), body);
@@ -200,11 +200,6 @@ public final class NewConnection {
             } catch (NumberFormatException e) {
                 throw new IOException("not a chunk size: " + line, e);
             }
-        }
-
-        private static String value(Map<String, List<String>> headers, String name) {
-            return headers.entrySet().stream().filter(h -> h.getKey().equalsIgnoreCase(name))
-                    .map(h -> String.join(",", h.getValue())).findFirst().orElse(null);
         }
     }
 }
