@@ -139,6 +139,18 @@ final class OnSale {
     }
 
     /**
+     * Up to {@code n} of the answers later than deadline + slack on the server's clock, slowest first, each as
+     * {@link #slowest} describes it: which step of a late purchase took the time, or that none did.
+     */
+    private List<String> late(ServerProcess server, Bench.Load load, int n) {
+        return load.answers.stream().filter(a -> a.answer().serverMillis() > ANSWER_BOUND_MS)
+                .sorted(Comparator.comparingLong((Bench.Load.Answer a) -> a.answer().serverMillis()).reversed())
+                .limit(n)
+                .map(a -> describe(server, a))
+                .toList();
+    }
+
+    /**
      * The {@code n} slowest answers with {@code status} (from their intended start), each with its server time and
      * its purchase's timeline as durations: whether the tail is one step or the whole request waiting.
      */
@@ -146,16 +158,19 @@ final class OnSale {
         return load.answers.stream().filter(a -> a.status() == status)
                 .sorted(Comparator.comparingLong((Bench.Load.Answer a) -> a.end() - a.intended()).reversed())
                 .limit(n)
-                .map(a -> {
-                    StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%d ms from its intended start, server time %d ms:",
-                            (a.end() - a.intended()) / 1_000_000, a.answer().serverMillis()));
-                    String id = a.answer().json().path("id").asText("");
-                    if (!id.isEmpty()) {
-                        line.append(Timelines.describe(client(server).purchaseView(id).path("timeline")));
-                    }
-                    return line.toString();
-                })
+                .map(a -> describe(server, a))
                 .toList();
+    }
+
+    /** One answer: its status and kind, its times, and its purchase's timeline as durations when it has a purchase. */
+    private String describe(ServerProcess server, Bench.Load.Answer a) {
+        StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%s, %d ms from its intended start, server time %d ms:",
+                kinds(List.of(a.answer())).keySet().iterator().next(), (a.end() - a.intended()) / 1_000_000, a.answer().serverMillis()));
+        String id = a.answer().status() < 300 ? a.answer().json().path("id").asText("") : "";
+        if (!id.isEmpty()) {
+            line.append(Timelines.describe(client(server).purchaseView(id).path("timeline")));
+        }
+        return line.toString();
     }
 
     /** The 503s' server time p99 in each 5 s of intended arrivals: whether the tail is the overload's first seconds or all of it. */
@@ -223,6 +238,7 @@ final class OnSale {
         }
         bench.add(phase + ": answers by status", statuses(load.answers.stream().map(Bench.Load.Answer::answer).toList()).toString(), "", "");
         addLateRow(phase, load.answers.stream().map(Bench.Load.Answer::answer).toList());
+        late(server, load, 5).forEach(line -> System.out.println("     " + line));
         addCpuRow(phase + ": lastseat CPU per confirmed purchase (H2 file)", cpu, sold, settled);
     }
 
@@ -452,8 +468,12 @@ final class OnSale {
      * and tests enforce it.
      */
     private void addLateRow(String phase, List<Answer> answers) {
-        long late = answers.stream().filter(a -> a.serverMillis() > ANSWER_BOUND_MS).count();
+        List<Answer> lateOnes = answers.stream().filter(a -> a.serverMillis() > ANSWER_BOUND_MS).toList();
+        long late = lateOnes.size();
         long slowest = answers.stream().mapToLong(Answer::serverMillis).max().orElse(0);
+        if (late > 0) {
+            System.out.println("   " + phase + ": the answers later than deadline + slack, by kind: " + kinds(lateOnes));
+        }
         bench.add(phase + ": answers later than deadline + slack (I5, server time)", late + " of " + answers.size()
                   + " (slowest " + slowest + " ms)", "0 (800 + 150 ms)", "");
     }
