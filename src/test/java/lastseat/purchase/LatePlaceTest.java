@@ -34,10 +34,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * fraud check takes {@link #FRAUD_MS}, and the pace first learns that from purchases at another event: then
  * the way to the payment is about 450 ms of the 700 ms a purchase's work has. Two buyers hold two of three
  * seats and are in their fraud checks when the third arrives: one seat is left, fewer than the purchases
- * this process may run, so the third may wait for a place. The holders' places come back after their checks,
- * 450 ms after the third arrived, less the moment it took to arrive: with under 250 ms left of its work, too
- * late for a 450 ms check. Before the wait was bounded by the path (it was bounded by the deadline alone), the
- * third took that place, held the last seat and was answered 504 "during the fraud and tax checks".
+ * this process may run, so the third may wait for a place. The holders' places come back when their checks
+ * end, about 450 ms after the third arrived: it would then have under 250 ms of its work left, too little for a
+ * 450 ms check. When the wait was bounded by the deadline alone (before {@code roomToWait}), the third took
+ * that place, held the last seat and was answered 504 "during the fraud and tax checks".
  */
 class LatePlaceTest {
     private static final int FRAUD_MS = 450;
