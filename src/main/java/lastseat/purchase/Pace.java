@@ -56,8 +56,8 @@ final class Pace {
 
     /** The purchases that may be under way at once now. */
     int limit() {
-        long call = Math.max(1, callTime.get().toNanos());
-        long path = toPayment.percentile().toNanos() + call;
+        long call = callNanos();
+        long path = path(call);
         long room = room(path);
         if (room < 0) {
             // Purchases miss the deadline already: admitting more would only make the way to the payment
@@ -81,8 +81,8 @@ final class Pace {
      * every {@code callTime / permits}) would not leave it time for the whole path.
      */
     Duration waitFor(Duration elapsed, int position) {
-        long call = Math.max(1, callTime.get().toNanos());
-        long path = toPayment.percentile().toNanos() + call;
+        long call = callNanos();
+        long path = path(call);
         long budget = room(path) - Math.clamp(room(path), 0, call) - elapsed.toNanos();
         long expected = Math.ceilDiv(call * position, permits);
         return budget > 0 && expected <= budget ? Duration.ofNanos(budget) : Duration.ZERO;
@@ -94,8 +94,7 @@ final class Pace {
      * when it cannot.
      */
     Duration roomToWait(Duration left) {
-        long path = toPayment.percentile().toNanos() + Math.max(1, callTime.get().toNanos());
-        return Duration.ofNanos(Math.max(0, left.toNanos() - margin.toNanos() - path));
+        return Duration.ofNanos(Math.max(0, left.toNanos() - margin.toNanos() - path(callNanos())));
     }
 
     /**
@@ -106,6 +105,16 @@ final class Pace {
      */
     boolean canFinish(Duration elapsed, int running) {
         return running < permits || elapsed.toNanos() + toPayment.percentile().toNanos() + margin.toNanos() <= deadline.toNanos();
+    }
+
+    /** How long a charge keeps its permit lately, never zero (it divides). */
+    private long callNanos() {
+        return Math.max(1, callTime.get().toNanos());
+    }
+
+    /** The whole path of a purchase admitted now: to its payment, then a call of {@code callNanos}. */
+    private long path(long callNanos) {
+        return toPayment.percentile().toNanos() + callNanos;
     }
 
     /** The deadline's time beyond the path and the margin (negative when there is none). */

@@ -165,7 +165,7 @@ final class OnSale {
     /** One answer: its status and kind, its times, and its purchase's timeline as durations when it has a purchase. */
     private String describe(ServerProcess server, Bench.Load.Answer a) {
         StringBuilder line = new StringBuilder(String.format(Locale.ROOT, "%s, %d ms from its intended start, server time %d ms:",
-                kinds(List.of(a.answer())).keySet().iterator().next(), (a.end() - a.intended()) / 1_000_000, a.answer().serverMillis()));
+                kind(a.answer()), (a.end() - a.intended()) / 1_000_000, a.answer().serverMillis()));
         String id = a.answer().status() < 300 ? a.answer().json().path("id").asText("") : "";
         if (!id.isEmpty()) {
             line.append(Timelines.describe(client(server).purchaseView(id).path("timeline")));
@@ -505,16 +505,18 @@ final class OnSale {
     static Map<String, Integer> kinds(List<Answer> answers) {
         Map<String, Integer> kinds = new TreeMap<>();
         for (Answer a : answers) {
-            String kind;
-            if (a.status() >= 598) {
-                kind = a.status() + " " + new String(a.raw(), StandardCharsets.UTF_8);
-            } else {
-                String type = a.status() < 300 ? "" : a.type();
-                kind = type.isEmpty() ? Integer.toString(a.status()) : a.status() + " " + type;
-            }
-            kinds.merge(kind, 1, Integer::sum);
+            kinds.merge(kind(a), 1, Integer::sum);
         }
         return kinds;
+    }
+
+    /** One answer's kind: its status, with the problem's type for an error, or the generator's own failure. */
+    static String kind(Answer a) {
+        if (a.status() >= 598) {
+            return a.status() + " " + new String(a.raw(), StandardCharsets.UTF_8);
+        }
+        String type = a.status() < 300 ? "" : a.type();
+        return type.isEmpty() ? Integer.toString(a.status()) : a.status() + " " + type;
     }
 
     private static String slowestServerTime(List<Answer> answers) {
