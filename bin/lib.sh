@@ -35,6 +35,7 @@ start_service() {
   shift 3
   # The JVM options lastseat is measured with (the file says why); LASTSEAT_JAVA_OPTS, later, overrides them.
   "$JAVA" --enable-preview @src/main/resources/jvm.options \
+    ${AOT_OPTS[@]+"${AOT_OPTS[@]}"} \
     -Dserver.port="$port" \
     -Daccess.admin-port="$admin" \
     -Doutside.base-url="http://127.0.0.1:$stubs" \
@@ -67,6 +68,43 @@ demo_keys() {
   if [ -z "$OPERATOR_KEY" ] || [ -z "$CLIENT_KEY" ]; then
     echo "lastseat started but did not state the demo's keys in $1 (demo.create-keys on?)." >&2
     exit 1
+  fi
+}
+
+# --- JDK 25's AOT cache (bin/train; docs/CONFIGURATION.md, "The AOT cache") ---
+
+# aot_cache_file [DIR]: where bin/train keeps the cache of the build in DIR (default target). The name holds a
+# digest of the JDK and of every jar lastseat runs from, names and bytes: the JVM checks a cache against the
+# classpath's names, so a jar rebuilt in place would run with an older build's classes and profiles. A
+# cache found under this name was made from these very jars.
+aot_cache_file() {
+  local dir="${1:-target}" digest
+  digest="$({ "$JAVA" -version 2>&1
+              (cd "$dir" && find lastseat.jar libs -name '*.jar' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum); } \
+            | sha256sum | cut -c1-16)"
+  echo "$dir/aot/lastseat-$digest.aot"
+}
+
+# aot_options: sets AOT_OPTS to the JVM options that start lastseat with this build's AOT cache, when bin/train
+# made one and LASTSEAT_AOT is not "off", and AOT_NOTE to one line saying which it is.
+aot_options() {
+  AOT_OPTS=()
+  local file
+  case "${LASTSEAT_AOT:-on}" in
+    on) ;;
+    off) AOT_NOTE="AOT cache: off (LASTSEAT_AOT=off)."; return ;;
+    *) echo "LASTSEAT_AOT must be on or off, not '$LASTSEAT_AOT'." >&2; exit 2 ;;
+  esac
+  if [[ "${LASTSEAT_JAVA_OPTS:-}" == *-XX:AOTCache* ]]; then
+    AOT_NOTE="AOT cache: as LASTSEAT_JAVA_OPTS says."
+    return
+  fi
+  file="$(aot_cache_file)"
+  if [ -f "$file" ]; then
+    AOT_OPTS=(-XX:AOTCache="$file")
+    AOT_NOTE="AOT cache: $file (bin/train made it for this build; LASTSEAT_AOT=off starts without it)."
+  else
+    AOT_NOTE="AOT cache: none for this build (bin/train makes one; see 'The AOT cache' in docs/CONFIGURATION.md)."
   fi
 }
 

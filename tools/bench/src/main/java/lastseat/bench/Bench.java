@@ -125,9 +125,11 @@ public final class Bench {
             scenarios.put("steady", () -> new OnSale(bench, false).steadyAlone());
             // The on-sale's two instances on PostgreSQL alone (about a minute), to compare a change; onsale --postgres has it.
             scenarios.put("onsale-pg", () -> new OnSale(bench, true).twoInstancesAlone());
+            // bin/train's load for JDK 25's AOT cache, not a benchmark: its own stubs and rates, no figures.
+            scenarios.put("train", () -> new OnSale(bench, false).train());
             for (var scenario : scenarios.entrySet()) {
                 boolean named = only.contains(scenario.getKey());
-                if (named || only.isEmpty() && !List.of("steady", "onsale-pg").contains(scenario.getKey())) {
+                if (named || only.isEmpty() && !List.of("steady", "onsale-pg", "train").contains(scenario.getKey())) {
                     System.out.println("-- " + scenario.getKey());
                     scenario.getValue().run();
                 }
@@ -639,11 +641,16 @@ public final class Bench {
      * {@code WarmupTest} is the warm-up's own.
      */
     ServerProcess start(Path dir, Map<String, String> settings) {
+        return start(dir, settings, List.of());
+    }
+
+    /** {@link #start(Path, Map)} with JVM options of its own. */
+    ServerProcess start(Path dir, Map<String, String> settings, List<String> jvmOptions) {
         Map<String, String> all = new HashMap<>(settings);
         if (smoke) {
             all.putIfAbsent("warm-up.purchases", "0");
         }
-        return ServerProcess.start(dir, stubsUri(), all);
+        return ServerProcess.start(dir, stubsUri(), all, jvmOptions);
     }
 
     /** A new directory for a server's files, removed at the end of the run (kept with {@code BENCH_KEEP_DATA=1}). */

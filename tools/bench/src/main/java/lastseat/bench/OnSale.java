@@ -94,6 +94,49 @@ final class OnSale {
         System.out.println("   load average at the end: " + loadAverage());
     }
 
+    /** Where {@link #train} has the JVM write its AOT cache: bin/train sets it. */
+    static final String AOT_OUTPUT = "lastseat.aot-output";
+
+    /**
+     * {@code bin/train}: an on-sale run only to teach JDK 25's AOT cache every path an on-sale takes (the server
+     * writes the cache to {@code -Dlastseat.aot-output} as it exits): cold bursts answered 409,
+     * an overload's refusals and cancelled payments, light trade. Its stubs and rates are not the measured
+     * on-sale's (fraud 80, tax 120, payment 250 ms, so a ceiling of 80/s; bursts of 60 buyers; the overload at
+     * 4 × for 15 s), so what {@code bin/bench onsale} measures with the cache is not the load it was trained on.
+     * Nothing here is a figure. The JVM writes the cache as it exits, so the server is stopped here and waited for.
+     */
+    void train() throws Exception {
+        String output = System.getProperty(AOT_OUTPUT, "");
+        if (output.isBlank()) {
+            throw new IllegalArgumentException("the train scenario writes an AOT cache to -D" + AOT_OUTPUT + "=<file>; bin/train sets it");
+        }
+        bench.warmStubs(smoke ? 20 : 2000);
+        bench.stub(80, 120, 250);
+        double ceiling = 20 / 0.25;
+        try (ServerProcess server = bench.start(bench.dataDir("train"), Map.of(), List.of("-XX:AOTCacheOutput=" + output))) {
+            for (int round = 1; round <= (smoke ? 1 : 3); round++) {
+                List<Answer> answers = burst(smoke ? 10 : 60, i -> server.instance(), bench.newEvent(server, 1), "train" + round);
+                System.out.println("   training burst " + round + ": " + statuses(answers) + "; kinds " + kinds(answers));
+            }
+            for (double rate : smoke ? new double[] {20, 5} : new double[] {4 * ceiling, 30}) {
+                String event = bench.newEvent(server, 10_000);
+                Bench.Load load = Bench.open(rate, Duration.ofSeconds(smoke ? 1 : rate > ceiling ? 15 : 10), i -> bench.purchase(server, event));
+                System.out.println("   training at " + (int) rate + " arrivals/s: " + load + "; " + settle(server));
+            }
+            // The cache is assembled by a child JVM after the server's own work has ended: tens of seconds.
+            java.util.OptionalInt exit = server.terminate(Duration.ofMinutes(3));
+            if (exit.isEmpty()) {
+                throw new IllegalStateException("the training server was still running 3 minutes after SIGTERM, so its AOT cache may be unwritten; see "
+                                                + server.log());
+            }
+            if (!Files.isRegularFile(Path.of(output))) {
+                throw new IllegalStateException("the training server exited (code " + exit.getAsInt() + ") without writing its AOT cache "
+                                                + output + "; see " + server.log());
+            }
+            System.out.println("   training server stopped, exit code " + exit.getAsInt());
+        }
+    }
+
     // --- the phases ---
 
     private void coldBurst(ServerProcess server) throws InterruptedException {

@@ -1,8 +1,6 @@
 package lastseat.drills;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.github.tomakehurst.wiremock.WireMockServer;
-import lastseat.testkit.Answer;
 import lastseat.testkit.LastseatClient;
 import lastseat.testkit.ServerProcess;
 import lastseat.testkit.StubServer;
@@ -13,7 +11,6 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
-import java.util.UUID;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -35,17 +32,14 @@ class JvmOptionsProcessTest {
             try (ServerProcess server = ServerProcess.start(dir, URI.create("http://127.0.0.1:" + stubs.port()),
                                                             Map.of("warm-up.purchases", "0", "purchase.deadline", "5s"));
                  LastseatClient client = new LastseatClient(server.instance())) {
-                String event = client.newEvent(1);
-                Answer bought = client.purchaseQuantity(UUID.randomUUID().toString(), event, 1, "ada");
+                LastseatClient.OneSeat sale = client.buyOneSeat("ada");
                 String log = Files.readString(server.log());
 
                 assertThat(log).as("the process's log").contains("JVM options as measured: -XX:MaxInlineLevel=6 -XX:InlineSmallCode=1000 -XX:FreqInlineSize=100")
                                .doesNotContain("started without the JVM options");
-                assertThat(bought.status()).as(bought.toString()).isEqualTo(201);
-                JsonNode violations = client.invariants(event).path("violations");
-                assertThat(violations.isArray()).as("the invariants' answer has its violations").isTrue();
-                assertThat(violations).as("I1, I2, I4").isEmpty();
-                assertThat(client.freePaymentPermits()).as("payment permits back").isEqualTo(20);
+                assertThat(sale.answer().status()).as(sale.answer().toString()).isEqualTo(201);
+                assertThat(sale.violations()).as("I1, I2, I4").isEmpty();
+                assertThat(sale.freePermits()).as("payment permits back").isEqualTo(20);
             }
         } finally {
             stubs.stop();

@@ -10,6 +10,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Map;
+import java.util.UUID;
 import java.util.OptionalDouble;
 import java.util.stream.Collectors;
 
@@ -202,6 +203,24 @@ public final class LastseatClient implements AutoCloseable {
     public int freePaymentPermits() {
         return (int) metric(PAYMENT_PERMITS).orElseThrow(() -> new IllegalStateException(
                 instance.admin() + "/observe/metrics has no " + PAYMENT_PERMITS));
+    }
+
+    /** What {@link #buyOneSeat} found: the purchase's answer, the event's invariant violations, the permits free after it. */
+    public record OneSeat(Answer answer, JsonNode violations, int freePermits) {
+    }
+
+    /**
+     * One buyer buys the only seat of a new event, then the invariants (I1, I2, I4) are read for that event and
+     * the payment permits counted: what a test of how a server was started checks it can still do.
+     */
+    public OneSeat buyOneSeat(String buyer) {
+        String event = newEvent(1);
+        Answer answer = purchaseQuantity(UUID.randomUUID().toString(), event, 1, buyer);
+        JsonNode violations = invariants(event).path("violations");
+        if (!violations.isArray()) {
+            throw new IllegalStateException("the invariants' answer for " + event + " has no list of violations: " + invariants(event));
+        }
+        return new OneSeat(answer, violations, freePaymentPermits());
     }
 
     // --- the drill endpoints (answer 404 unless drills are enabled) ---

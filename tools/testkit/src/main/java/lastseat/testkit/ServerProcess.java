@@ -43,9 +43,17 @@ public final class ServerProcess implements AutoCloseable {
      * {@link Instance#DEMO_CLIENT_KEY}) and {@code settings} as system properties; returns once it is healthy.
      */
     public static ServerProcess start(Path dataDir, URI stubs, Map<String, String> settings) {
+        return start(dataDir, stubs, settings, List.of());
+    }
+
+    /**
+     * {@link #start(Path, URI, Map)} with JVM options of its own ({@code -XX:AOTCacheOutput=…}, say), given after
+     * {@code jvm.options} and before {@code LASTSEAT_JAVA_OPTS}.
+     */
+    public static ServerProcess start(Path dataDir, URI stubs, Map<String, String> settings, List<String> jvmOptions) {
         for (int attempt = 1; ; attempt++) {
             try {
-                return startOnce(dataDir, stubs, settings);
+                return startOnce(dataDir, stubs, settings, jvmOptions);
             } catch (PortTaken e) {
                 // A port found free is closed again before the process binds it, seconds later; meanwhile
                 // any outgoing connection of the machine may take it as its local port. New ports, then.
@@ -56,7 +64,7 @@ public final class ServerProcess implements AutoCloseable {
         }
     }
 
-    private static ServerProcess startOnce(Path dataDir, URI stubs, Map<String, String> settings) {
+    private static ServerProcess startOnce(Path dataDir, URI stubs, Map<String, String> settings, List<String> jvmOptions) {
         try {
             Files.createDirectories(dataDir);
             int port = freePort();
@@ -80,6 +88,7 @@ public final class ServerProcess implements AutoCloseable {
                 command.add("-Dwarm-up.purchases=" + warmUp);
             }
             settings.forEach((key, value) -> command.add("-D" + key + "=" + value));
+            command.addAll(jvmOptions);
             // LASTSEAT_JAVA_OPTS reaches these servers as it reaches bin/run's (a profiler, say).
             String extra = System.getenv("LASTSEAT_JAVA_OPTS");
             if (extra != null && !extra.isBlank()) {
