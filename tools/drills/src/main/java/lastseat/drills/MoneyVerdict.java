@@ -249,7 +249,7 @@ final class MoneyVerdict {
             Heard last = client.lastAnswer();
             if (last == null || !last.isFinal()) {
                 unanswered.add(new Violation("buyer " + client.buyer.index() + " (" + client.key + ") has no final answer after "
-                                             + MoneyAudit.CLIENT_BOUND.toSeconds() + " s: last "
+                                             + MoneyAudit.CLIENT_BOUND.toSeconds() + " s of a server running: last "
                                              + (last == null ? "nothing" : last.describe(e.startedAt())),
                                              Set.of(), Set.of(client.key)));
             }
