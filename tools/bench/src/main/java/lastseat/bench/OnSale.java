@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.LongSummaryStatistics;
 import java.util.Map;
+import java.util.OptionalInt;
 import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
@@ -98,11 +99,11 @@ final class OnSale {
     static final String AOT_OUTPUT = "lastseat.aot-output";
 
     /**
-     * {@code bin/train}: an on-sale run only to teach JDK 25's AOT cache every path an on-sale takes (the server
-     * writes the cache to {@code -Dlastseat.aot-output} as it exits): cold bursts answered 409,
-     * an overload's refusals and cancelled payments, light trade. Its stubs and rates are not the measured
-     * on-sale's (fraud 80, tax 120, payment 250 ms, so a ceiling of 80/s; bursts of 60 buyers; the overload at
-     * 4 × for 15 s), so what {@code bin/bench onsale} measures with the cache is not the load it was trained on.
+     * {@code bin/train}: an on-sale run only to teach JDK 25's AOT cache, written to {@code -Dlastseat.aot-output},
+     * every path an on-sale takes: cold bursts answered 409, an overload's refusals and cancelled payments, light
+     * trade. Its stubs and rates are not the measured on-sale's (fraud 80, tax 120, payment 250 ms, so a ceiling of
+     * 80/s; bursts of 60 buyers; the overload at 4 × for 15 s), so what {@code bin/bench onsale} measures with the
+     * cache is not the load it was trained on.
      * Nothing here is a figure. The JVM writes the cache as it exits, so the server is stopped here and waited for.
      */
     void train() throws Exception {
@@ -123,8 +124,8 @@ final class OnSale {
                 Bench.Load load = Bench.open(rate, Duration.ofSeconds(smoke ? 1 : rate > ceiling ? 15 : 10), i -> bench.purchase(server, event));
                 System.out.println("   training at " + (int) rate + " arrivals/s: " + load + "; " + settle(server));
             }
-            // The cache is assembled by a child JVM after the server's own work has ended: tens of seconds.
-            java.util.OptionalInt exit = server.terminate(Duration.ofMinutes(3));
+            // A child JVM assembles the cache after the server's own work has ended: seconds more.
+            OptionalInt exit = server.terminate(Duration.ofMinutes(3));
             if (exit.isEmpty()) {
                 throw new IllegalStateException("the training server was still running 3 minutes after SIGTERM, so its AOT cache may be unwritten; see "
                                                 + server.log());

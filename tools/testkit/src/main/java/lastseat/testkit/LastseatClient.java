@@ -10,8 +10,8 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Map;
-import java.util.UUID;
 import java.util.OptionalDouble;
+import java.util.UUID;
 import java.util.stream.Collectors;
 
 /**
