@@ -13,6 +13,21 @@ build_if_stale() {
   fi
 }
 
+# lastseat's own jars, as bin/run starts it: the servers bin/bench, bin/train and bin/drill start run from them
+# too (ServerProcess, -Dlastseat.classpath), so that one AOT cache fits them all. Relative to the top directory.
+SERVICE_CLASSPATH="target/lastseat.jar:target/libs/*"
+
+# The benchmark (tools/bench) and its libraries: the load generator, the stubs, JMH.
+BENCH_CLASSPATH="tools/bench/target/lastseat-bench.jar:tools/bench/target/libs/*"
+
+# bench_main [-Dkey=value...] ARG...: the benchmark's main with its servers on the service's jars; leading -D
+# options go to its JVM, the rest to it.
+bench_main() {
+  local jvm=()
+  while [ $# -gt 0 ] && [[ "$1" == -D* ]]; do jvm+=("$1"); shift; done
+  "$JAVA" --enable-preview -Dlastseat.classpath="$SERVICE_CLASSPATH" ${jvm[@]+"${jvm[@]}"} -cp "$BENCH_CLASSPATH" lastseat.bench.Bench "$@"
+}
+
 port_free() {
   ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
@@ -85,8 +100,8 @@ aot_cache_file() {
   echo "$dir/aot/lastseat-$digest.aot"
 }
 
-# aot_options: sets AOT_OPTS to the JVM options that start lastseat with this build's AOT cache, when bin/train
-# made one and LASTSEAT_AOT is not "off", and AOT_NOTE to one line saying which it is.
+# aot_options [DIR]: sets AOT_OPTS to the JVM options that start lastseat with the AOT cache of the build in DIR
+# (default target), when bin/train made one and LASTSEAT_AOT is not "off", and AOT_NOTE to one line saying which.
 aot_options() {
   AOT_OPTS=()
   local file
@@ -99,7 +114,7 @@ aot_options() {
     AOT_NOTE="AOT cache: as LASTSEAT_JAVA_OPTS says."
     return
   fi
-  file="$(aot_cache_file)"
+  file="$(aot_cache_file "${1:-target}")"
   if [ -f "$file" ]; then
     AOT_OPTS=(-XX:AOTCache="$file")
     AOT_NOTE="AOT cache: $file (bin/train made it for this build; LASTSEAT_AOT=off starts without it)."

@@ -187,7 +187,7 @@ final class OnSale {
      * {@link #slowest} describes it: which step of a late purchase took the time, or that none did.
      */
     private List<String> late(ServerProcess server, Bench.Load load, int n) {
-        return load.answers.stream().filter(a -> a.answer().serverMillis() > ANSWER_BOUND_MS)
+        return load.answers.stream().filter(a -> late(a.answer()))
                 .sorted(Comparator.comparingLong((Bench.Load.Answer a) -> a.answer().serverMillis()).reversed())
                 .limit(n)
                 .map(a -> describe(server, a))
@@ -512,7 +512,7 @@ final class OnSale {
      * and tests enforce it.
      */
     private void addLateRow(String phase, List<Answer> answers) {
-        List<Answer> lateOnes = answers.stream().filter(a -> a.serverMillis() > ANSWER_BOUND_MS).toList();
+        List<Answer> lateOnes = answers.stream().filter(OnSale::late).toList();
         long late = lateOnes.size();
         long slowest = answers.stream().mapToLong(Answer::serverMillis).max().orElse(0);
         if (late > 0) {
@@ -552,6 +552,11 @@ final class OnSale {
             kinds.merge(kind(a), 1, Integer::sum);
         }
         return kinds;
+    }
+
+    /** Whether an answer came later than I5's deadline + slack on the server's clock. */
+    private static boolean late(Answer a) {
+        return a.serverMillis() > ANSWER_BOUND_MS;
     }
 
     /** One answer's kind: its status, with the problem's type for an error, or the generator's own failure. */

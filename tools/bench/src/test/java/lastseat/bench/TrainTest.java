@@ -83,10 +83,39 @@ class TrainTest {
         assertThat(renamed).as("a jar renamed").isNotEqualTo(rebuilt).isNotEqualTo(first);
     }
 
+    @Test
+    void theScriptsStartWithTheBuildsCacheOnlyWhenThereIsOneAndItIsNotSwitchedOff(@TempDir Path build) throws Exception {
+        Files.createDirectories(build.resolve("libs"));
+        Files.writeString(build.resolve("lastseat.jar"), "the service");
+
+        String none = options(build, "on");
+        Path cache = Path.of(cacheFile(build));
+        Files.createDirectories(cache.getParent());
+        Files.writeString(cache, "a cache");
+        String with = options(build, "on");
+        String off = options(build, "off");
+
+        assertThat(none).as("no cache made yet").startsWith("[] ").contains("none for this build");
+        assertThat(with).as("this build's cache").startsWith("[-XX:AOTCache=" + cache + "] ");
+        assertThat(off).as("LASTSEAT_AOT=off").startsWith("[] ").contains("off");
+    }
+
     /** bin/lib.sh's {@code aot_cache_file} for the build in {@code build}, as bin/run and bin/train call it. */
     private static String cacheFile(Path build) throws IOException, InterruptedException {
-        Process bash = new ProcessBuilder("bash", "-c", "source bin/jdk.sh && source bin/lib.sh && aot_cache_file \"$0\"", build.toString())
-                .redirectErrorStream(true).start();
+        return bash("aot_cache_file \"$0\"", build, "on");
+    }
+
+    /** bin/lib.sh's {@code aot_options} for the build in {@code build}: "[the JVM options] the line the scripts print". */
+    private static String options(Path build, String aot) throws IOException, InterruptedException {
+        return bash("aot_options \"$0\" && echo \"[${AOT_OPTS[*]+${AOT_OPTS[*]}}] $AOT_NOTE\"", build, aot);
+    }
+
+    private static String bash(String command, Path build, String aot) throws IOException, InterruptedException {
+        ProcessBuilder builder = new ProcessBuilder("bash", "-c", "source bin/jdk.sh && source bin/lib.sh && " + command, build.toString())
+                .redirectErrorStream(true);
+        builder.environment().put("LASTSEAT_AOT", aot);
+        builder.environment().remove("LASTSEAT_JAVA_OPTS");
+        Process bash = builder.start();
         String out = new String(bash.getInputStream().readAllBytes(), StandardCharsets.UTF_8).trim();
         assertThat(bash.waitFor()).as(out).isZero();
         return out;

@@ -929,6 +929,16 @@ final class MoneyAudit {
     private void awaitWhileUp(List<Future<?>> futures, Duration bound, String what) throws InterruptedException {
         long start = System.nanoTime();
         long down = servers.downNanos();
+        awaitAll(futures, () -> servers.ranFor(start, down, bound), what + " did not finish within " + bound.toSeconds() + " s of a server running", what);
+    }
+
+    private static void awaitAll(List<Future<?>> futures, Duration bound, String what) throws InterruptedException {
+        long until = System.nanoTime() + bound.toNanos();
+        awaitAll(futures, () -> System.nanoTime() >= until, what + " did not finish within " + bound.toSeconds() + " s", what);
+    }
+
+    /** Every future's end, checking {@code over} every 250 ms; when it says the time is up, fails with {@code late}. */
+    private static void awaitAll(List<Future<?>> futures, BooleanSupplier over, String late, String what) throws InterruptedException {
         for (Future<?> future : futures) {
             while (true) {
                 try {
@@ -937,23 +947,10 @@ final class MoneyAudit {
                 } catch (ExecutionException e) {
                     throw new IllegalStateException(what + " failed: " + e.getCause(), e.getCause());
                 } catch (TimeoutException e) {
-                    if (servers.ranFor(start, down, bound)) {
-                        throw new IllegalStateException(what + " did not finish within " + bound.toSeconds() + " s of a server running", e);
+                    if (over.getAsBoolean()) {
+                        throw new IllegalStateException(late, e);
                     }
                 }
-            }
-        }
-    }
-
-    private static void awaitAll(List<Future<?>> futures, Duration bound, String what) throws InterruptedException {
-        long until = System.nanoTime() + bound.toNanos();
-        for (Future<?> future : futures) {
-            try {
-                future.get(Math.max(0, until - System.nanoTime()), TimeUnit.NANOSECONDS);
-            } catch (ExecutionException e) {
-                throw new IllegalStateException(what + " failed: " + e.getCause(), e.getCause());
-            } catch (TimeoutException e) {
-                throw new IllegalStateException(what + " did not finish within " + bound.toSeconds() + " s", e);
             }
         }
     }
