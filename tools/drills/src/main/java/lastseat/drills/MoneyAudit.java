@@ -32,7 +32,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
@@ -82,8 +81,7 @@ final class MoneyAudit {
     /**
      * One buyer's retries and polls with its key, counted while a server runs; past it the buyer has no final
      * answer. Give-up-after and a settled lookup fit in it. The time from a kill until its restart is ready
-     * does not count ({@link Servers#downNanos}): a restart warms up for about 15 s on two cores, and kills
-     * queue up behind one another, so three of them took 44 s of a 45 s bound that counted them.
+     * does not count ({@link RunningTime}).
      */
     static final Duration CLIENT_BOUND = Duration.ofSeconds(45);
     /**
@@ -394,12 +392,11 @@ final class MoneyAudit {
      * is a second charge.
      */
     private void buy(Client client, Runnable firstAnswer) {
-        long start = System.nanoTime();
-        long down = servers.downNanos();
+        RunningTime.Mark start = servers.running.mark();
         client.startedAt = System.currentTimeMillis();
         int retries = 0;
         try {
-            while (!servers.ranFor(start, down, CLIENT_BOUND)) {
+            while (!start.ranFor(CLIENT_BOUND)) {
                 Heard heard = ask(client);
                 if (heard.cut() == null) {
                     // A cut request keeps its place: buyers must not pile up while the server restarts.
@@ -793,10 +790,8 @@ final class MoneyAudit {
         private final List<ServerProcess> started = new CopyOnWriteArrayList<>();
         private volatile ServerProcess current;
         private volatile Target currentTarget;
-        /** Time with no server ready, over the restarts that have ended. */
-        private final AtomicLong downNanos = new AtomicLong();
-        /** When the restart under way began (System.nanoTime), or 0 while a server is ready. */
-        private volatile long downSince;
+        /** Stops from each kill until its restart is warm. */
+        final RunningTime running = RunningTime.system();
 
         Servers(Path dir, URI outside) {
             this.dir = dir;
@@ -825,37 +820,19 @@ final class MoneyAudit {
                     LastseatClient.quantityBody(event, 1, "warm-up").replace("tok_ok", "tok_declined")));
         }
 
-        /** Time so far with no server ready: from each kill until its restart was warm, the one under way included. */
-        long downNanos() {
-            long since = downSince;
-            return downNanos.get() + (since == 0 ? 0 : System.nanoTime() - since);
-        }
-
-        /**
-         * Whether {@code bound} has passed since {@code start} (System.nanoTime) with a server ready, {@code downAtStart}
-         * being {@link #downNanos} then.
-         */
-        boolean ranFor(long start, long downAtStart, Duration bound) {
-            return System.nanoTime() - start - (downNanos() - downAtStart) >= bound.toNanos();
-        }
-
         /** The server buyers talk to now; during a restart, the dead one (its requests are refused). */
         Target target() {
             return currentTarget;
         }
 
         synchronized MoneyVerdict.Kill killAndRestart() {
-            long since = System.nanoTime();
-            downSince = since;
+            running.down();
             current.kill();
             long at = System.currentTimeMillis();
             try {
                 start();
             } finally {
-                // A reader between these two lines counts this restart twice for a moment: a bound a little
-                // longer, never shorter.
-                downNanos.addAndGet(System.nanoTime() - since);
-                downSince = 0;
+                running.ready();
             }
             MoneyVerdict.Kill kill = new MoneyVerdict.Kill(at, System.currentTimeMillis());
             kills.add(kill);
@@ -916,10 +893,9 @@ final class MoneyAudit {
 
     /** A place among the buyers waiting for a first answer, within {@link #CLIENT_BOUND} of a server running. */
     private void awaitArrival(Semaphore arriving) throws InterruptedException {
-        long start = System.nanoTime();
-        long down = servers.downNanos();
+        RunningTime.Mark start = servers.running.mark();
         while (!arriving.tryAcquire(250, TimeUnit.MILLISECONDS)) {
-            if (servers.ranFor(start, down, CLIENT_BOUND)) {
+            if (start.ranFor(CLIENT_BOUND)) {
                 throw new IllegalStateException("no buyer got a first answer within " + CLIENT_BOUND.toSeconds() + " s of a server running");
             }
         }
@@ -927,9 +903,8 @@ final class MoneyAudit {
 
     /** {@link #awaitAll}, with {@code bound} counted while a server runs, as the buyers count theirs. */
     private void awaitWhileUp(List<Future<?>> futures, Duration bound, String what) throws InterruptedException {
-        long start = System.nanoTime();
-        long down = servers.downNanos();
-        awaitAll(futures, () -> servers.ranFor(start, down, bound), what + " did not finish within " + bound.toSeconds() + " s of a server running", what);
+        RunningTime.Mark start = servers.running.mark();
+        awaitAll(futures, () -> start.ranFor(bound), what + " did not finish within " + bound.toSeconds() + " s of a server running", what);
     }
 
     private static void awaitAll(List<Future<?>> futures, Duration bound, String what) throws InterruptedException {
