@@ -21,11 +21,21 @@ SERVICE_CLASSPATH="target/lastseat.jar:target/libs/*"
 BENCH_CLASSPATH="tools/bench/target/lastseat-bench.jar:tools/bench/target/libs/*"
 
 # bench_main [-Dkey=value...] ARG...: the benchmark's main with its servers on the service's jars; leading -D
-# options go to its JVM, the rest to it.
+# options go to its JVM, the rest to it. That JVM, the load generator and the stubs on the cores of the servers it
+# measures, compiles with C1 alone: with C2 its compiler took a third of two cores through the on-sale overload's
+# first seconds and 8.7 s of CPU in its 20 s (docs/BENCHMARKS.md, "The benchmark's own compiler"). The servers and
+# the hot event's raw claims run in JVMs of their own with every compiler. LASTSEAT_BENCH_JIT=c2: the old harness.
 bench_main() {
   local jvm=()
   while [ $# -gt 0 ] && [[ "$1" == -D* ]]; do jvm+=("$1"); shift; done
-  "$JAVA" --enable-preview -Dlastseat.classpath="$SERVICE_CLASSPATH" ${jvm[@]+"${jvm[@]}"} -cp "$BENCH_CLASSPATH" lastseat.bench.Bench "$@"
+  local jit=()
+  case "${LASTSEAT_BENCH_JIT:-c1}" in
+    c1) jit=(-XX:TieredStopAtLevel=1) ;;
+    c2) ;;
+    *) echo "LASTSEAT_BENCH_JIT is '$LASTSEAT_BENCH_JIT'; it takes c1 (the default) or c2." >&2; return 2 ;;
+  esac
+  "$JAVA" --enable-preview ${jit[@]+"${jit[@]}"} -Dlastseat.classpath="$SERVICE_CLASSPATH" ${jvm[@]+"${jvm[@]}"} \
+    -cp "$BENCH_CLASSPATH" lastseat.bench.Bench "$@"
 }
 
 port_free() {

@@ -21,9 +21,6 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.charset.StandardCharsets;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -39,7 +36,6 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
 import java.util.stream.Collectors;
@@ -227,51 +223,12 @@ public final class Bench {
         }
         double soldOutSeconds = load.secondsUntil(201, seats);
         double claimsPerSecond = load.total() / load.seconds();
-        double raw = rawClaims(dir.resolve("lastseat"), smoke ? 2_000 : 20_000);
+        double raw = RawClaims.measure(dir.resolve("lastseat"), smoke ? 2_000 : 20_000);
         add("hot event: confirmations of " + seats + " seats by " + buyers + " buyers", Integer.toString(load.count(201)),
             "exactly " + seats, ratio(load.count(201) / (double) seats));
         add("hot event: time to the last confirmation", String.format(Locale.ROOT, "%.2f s", soldOutSeconds), atOnce + " buyers at a time", "");
         add("hot event: purchases answered/s (claims through HTTP)", String.format(Locale.ROOT, "%.0f/s", claimsPerSecond),
             String.format(Locale.ROOT, "raw JDBC conditional claims %.0f/s", raw), ratio(claimsPerSecond / raw));
-    }
-
-    /** Conditional claims straight through JDBC, 16 threads, one seat each, autocommit: the database's own pace. */
-    private static double rawClaims(Path file, int seats) throws Exception {
-        String url = "jdbc:h2:file:" + file.toAbsolutePath() + ";WRITE_DELAY=0";
-        String event = "raw-" + UUID.randomUUID().toString().substring(0, 8);
-        try (Connection c = DriverManager.getConnection(url, "sa", "")) {
-            c.createStatement().execute("INSERT INTO events (id, name, capacity, price, currency, created_at) VALUES ('"
-                                        + event + "', 'raw', " + seats + ", 1, 'EUR', CURRENT_TIMESTAMP)");
-            try (PreparedStatement ps = c.prepareStatement("INSERT INTO seats (event_id, label, position, state) VALUES (?, ?, ?, 'AVAILABLE')")) {
-                for (int i = 1; i <= seats; i++) {
-                    ps.setString(1, event);
-                    ps.setString(2, "S" + i);
-                    ps.setInt(3, i);
-                    ps.addBatch();
-                }
-                ps.executeBatch();
-            }
-        }
-        AtomicInteger next = new AtomicInteger();
-        long start = System.nanoTime();
-        try (ExecutorService threads = Executors.newFixedThreadPool(16)) {
-            for (int t = 0; t < 16; t++) {
-                threads.submit(() -> {
-                    try (Connection c = DriverManager.getConnection(url, "sa", "");
-                         PreparedStatement claim = c.prepareStatement("UPDATE seats SET state = 'HELD', purchase_id = ? "
-                                                                      + "WHERE event_id = ? AND label = ? AND state = 'AVAILABLE'")) {
-                        for (int i = next.incrementAndGet(); i <= seats; i = next.incrementAndGet()) {
-                            claim.setString(1, "raw-" + i);
-                            claim.setString(2, event);
-                            claim.setString(3, "S" + i);
-                            claim.executeUpdate();
-                        }
-                    }
-                    return null;
-                });
-            }
-        }
-        return seats / ((System.nanoTime() - start) / 1e9);
     }
 
     /** Confirmed purchases per second with {@code buyers} buying at once (each buys again as soon as answered). */

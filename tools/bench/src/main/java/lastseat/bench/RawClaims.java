@@ -1,0 +1,98 @@
+package lastseat.bench;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The hot event's yardstick: conditional claims straight through JDBC on the hot event's own H2 file, 16
+ * threads, one seat each, autocommit — the database's own pace. It runs in a JVM of its own with the JVM's
+ * default compilers, not in the benchmark's, which runs on C1 alone (bin/lib.sh, {@code bench_main}): the
+ * claims per second are the ratio's denominator, and a slower yardstick would flatter the ratio.
+ */
+final class RawClaims {
+    private static final long BOUND_SECONDS = 300;
+
+    private RawClaims() {
+    }
+
+    /** Claims per second on {@code file} (an H2 file without its {@code .mv.db}), in a child JVM. */
+    static double measure(Path file, int seats) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of(
+                ProcessHandle.current().info().command().orElse("java"), "--enable-preview",
+                "-cp", System.getProperty("java.class.path"), RawClaims.class.getName(),
+                file.toAbsolutePath().toString(), Integer.toString(seats)));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        byte[] out = process.getInputStream().readAllBytes();
+        if (!process.waitFor(BOUND_SECONDS, TimeUnit.SECONDS)) {
+            process.destroyForcibly();
+            throw new IllegalStateException("the raw claims did not end within " + BOUND_SECONDS + " s");
+        }
+        String text = new String(out, StandardCharsets.UTF_8).trim();
+        if (process.exitValue() != 0) {
+            throw new IllegalStateException("the raw claims failed (exit " + process.exitValue() + "): " + text);
+        }
+        String[] lines = text.split("\n");
+        return Double.parseDouble(lines[lines.length - 1].trim());
+    }
+
+    /** Arguments: the H2 file and the number of seats to claim; prints the claims per second on its last line. */
+    public static void main(String[] args) throws Exception {
+        System.out.println(String.format(Locale.ROOT, "%.1f", claims(Path.of(args[0]), Integer.parseInt(args[1]))));
+    }
+
+    private static double claims(Path file, int seats) throws Exception {
+        String url = "jdbc:h2:file:" + file.toAbsolutePath() + ";WRITE_DELAY=0";
+        String event = "raw-" + UUID.randomUUID().toString().substring(0, 8);
+        try (Connection c = DriverManager.getConnection(url, "sa", "")) {
+            c.createStatement().execute("INSERT INTO events (id, name, capacity, price, currency, created_at) VALUES ('"
+                                        + event + "', 'raw', " + seats + ", 1, 'EUR', CURRENT_TIMESTAMP)");
+            try (PreparedStatement ps = c.prepareStatement("INSERT INTO seats (event_id, label, position, state) VALUES (?, ?, ?, 'AVAILABLE')")) {
+                for (int i = 1; i <= seats; i++) {
+                    ps.setString(1, event);
+                    ps.setString(2, "S" + i);
+                    ps.setInt(3, i);
+                    ps.addBatch();
+                }
+                ps.executeBatch();
+            }
+        }
+        AtomicInteger next = new AtomicInteger();
+        List<Future<?>> claimers = new ArrayList<>();
+        long start = System.nanoTime();
+        try (ExecutorService threads = Executors.newFixedThreadPool(16)) {
+            for (int t = 0; t < 16; t++) {
+                claimers.add(threads.submit(() -> {
+                    try (Connection c = DriverManager.getConnection(url, "sa", "");
+                         PreparedStatement claim = c.prepareStatement("UPDATE seats SET state = 'HELD', purchase_id = ? "
+                                                                      + "WHERE event_id = ? AND label = ? AND state = 'AVAILABLE'")) {
+                        for (int i = next.incrementAndGet(); i <= seats; i = next.incrementAndGet()) {
+                            claim.setString(1, "raw-" + i);
+                            claim.setString(2, event);
+                            claim.setString(3, "S" + i);
+                            claim.executeUpdate();
+                        }
+                    }
+                    return null;
+                }));
+            }
+        }
+        double seconds = (System.nanoTime() - start) / 1e9;
+        for (Future<?> claimer : claimers) {
+            claimer.get(); // a failed claimer would leave seats unclaimed and the rate too high
+        }
+        return seats / seconds;
+    }
+}
