@@ -2,6 +2,7 @@ package lastseat.bench;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.DriverManager;
@@ -34,15 +35,27 @@ final class RawClaims {
                 ProcessHandle.current().info().command().orElse("java"), "--enable-preview",
                 "-cp", System.getProperty("java.class.path"), RawClaims.class.getName(),
                 file.toAbsolutePath().toString(), Integer.toString(seats)));
-        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
-        byte[] out = process.getInputStream().readAllBytes();
-        if (!process.waitFor(BOUND_SECONDS, TimeUnit.SECONDS)) {
-            process.destroyForcibly();
-            throw new IllegalStateException("the raw claims did not end within " + BOUND_SECONDS + " s");
+        // Its output goes to a file, so that the wait below is what bounds a child that hangs.
+        Path out = Files.createTempFile("lastseat-raw-claims", ".out");
+        Process process = null;
+        try {
+            process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(out.toFile()).start();
+            if (!process.waitFor(BOUND_SECONDS, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("the raw claims did not end within " + BOUND_SECONDS + " s");
+            }
+            return rate(process.exitValue(), Files.readString(out, StandardCharsets.UTF_8).trim());
+        } finally {
+            // Late, or this thread interrupted while it waited: the child does not outlive the run.
+            if (process != null) {
+                process.destroyForcibly();
+            }
+            Files.deleteIfExists(out);
         }
-        String text = new String(out, StandardCharsets.UTF_8).trim();
-        if (process.exitValue() != 0) {
-            throw new IllegalStateException("the raw claims failed (exit " + process.exitValue() + "): " + text);
+    }
+
+    private static double rate(int exit, String text) {
+        if (exit != 0) {
+            throw new IllegalStateException("the raw claims failed (exit " + exit + "): " + text);
         }
         String[] lines = text.split("\n");
         return Double.parseDouble(lines[lines.length - 1].trim());
