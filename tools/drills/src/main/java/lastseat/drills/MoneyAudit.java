@@ -826,14 +826,12 @@ final class MoneyAudit {
         }
 
         synchronized MoneyVerdict.Kill killAndRestart() {
-            running.down();
-            current.kill();
-            long at = System.currentTimeMillis();
-            try {
+            long at = running.whileDown(() -> {
+                current.kill();
+                long killed = System.currentTimeMillis();
                 start();
-            } finally {
-                running.ready();
-            }
+                return killed;
+            });
             MoneyVerdict.Kill kill = new MoneyVerdict.Kill(at, System.currentTimeMillis());
             kills.add(kill);
             return kill;

@@ -3,6 +3,7 @@ package lastseat.drills;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 /**
  * A clock that stops while no server is ready: the money audit counts its buyers' and its waits' bounds
@@ -11,12 +12,12 @@ import java.util.function.LongSupplier;
  * once took 44 s of a 45 s bound that counted them.
  *
  * <p>Contract: {@link Mark#ranFor} is true once {@code bound} has passed since the mark with a server
- * ready — wall time since the mark less every stretch between {@link #down} and {@link #ready} that fell
- * after it, the one under way included, and nothing from before it.
+ * ready — wall time since the mark less every stretch spent in {@link #whileDown} that fell after it, the
+ * one under way included, and nothing from before it.
  *
- * <p>Hazard: a reader between {@link #ready}'s two writes counts that restart twice for a moment. That
- * makes a bound a little longer, never shorter, so no buyer is failed early; the writes are not made
- * atomic for it.
+ * <p>Hazard: a reader between {@link #whileDown}'s last two writes counts that restart twice for a
+ * moment. That makes a bound a little longer, never shorter, so no buyer is failed early; the writes are
+ * not made atomic for it.
  */
 final class RunningTime {
     private static final long READY = Long.MIN_VALUE;
@@ -35,19 +36,19 @@ final class RunningTime {
         return new RunningTime(System::nanoTime);
     }
 
-    /** A server was killed: the clock stops until {@link #ready}. One restart at a time (the caller's lock). */
-    void down() {
-        downSince = nanoClock.getAsLong();
-    }
-
-    /** The restarted server is warm: the clock runs again. */
-    void ready() {
-        long since = downSince;
-        if (since == READY) {
-            throw new IllegalStateException("ready() without down()");
+    /**
+     * Runs {@code restart} (a kill and the new server's start and warm-up) with the clock stopped, and starts
+     * it again however {@code restart} ends. One restart at a time (the caller's lock).
+     */
+    <T> T whileDown(Supplier<T> restart) {
+        long since = nanoClock.getAsLong();
+        downSince = since;
+        try {
+            return restart.get();
+        } finally {
+            downEnded.addAndGet(nanoClock.getAsLong() - since);
+            downSince = READY;
         }
-        downEnded.addAndGet(nanoClock.getAsLong() - since);
-        downSince = READY;
     }
 
     /** Time so far with no server ready, the restart under way included. */

@@ -24,6 +24,15 @@ class RunningTimeTest {
         nanos.set(base + Duration.ofSeconds(seconds).toNanos());
     }
 
+    /** A kill at {@code from} whose restart is warm at {@code to}. */
+    private void restart(long from, long to, long base) {
+        at(from, base);
+        running.whileDown(() -> {
+            at(to, base);
+            return null;
+        });
+    }
+
     @Test
     void withNoRestartTheBoundIsWallTime() {
         long t0 = nanos.get();
@@ -40,10 +49,7 @@ class RunningTimeTest {
     void aRestartThatEndedDuringTheWaitDoesNotCount() {
         long t0 = nanos.get();
         RunningTime.Mark mark = running.mark();
-        at(10, t0);
-        running.down();
-        at(25, t0);
-        running.ready();
+        restart(10, 25, t0);
 
         at(59, t0);
         assertThat(mark.ranFor(BOUND)).as("44 s of a server ready").isFalse();
@@ -57,12 +63,12 @@ class RunningTimeTest {
         long t0 = nanos.get();
         RunningTime.Mark mark = running.mark();
         at(30, t0);
-        running.down();
+        boolean passedWhileDown = running.whileDown(() -> {
+            at(100, t0);
+            return mark.ranFor(BOUND);
+        });
+        assertThat(passedWhileDown).as("30 s of a server ready, then 70 s restarting").isFalse();
 
-        at(100, t0);
-        assertThat(mark.ranFor(BOUND)).as("30 s of a server ready, then 70 s restarting").isFalse();
-
-        running.ready();
         at(114, t0);
         assertThat(mark.ranFor(BOUND)).isFalse();
         at(115, t0);
@@ -72,9 +78,7 @@ class RunningTimeTest {
     @Test
     void restartsBeforeTheMarkAreNotTakenOffIt() {
         long t0 = nanos.get();
-        running.down();
-        at(20, t0);
-        running.ready();
+        restart(0, 20, t0);
         at(30, t0);
         RunningTime.Mark mark = running.mark();
 
@@ -88,11 +92,12 @@ class RunningTimeTest {
     void aMarkTakenDuringARestartCountsOnlyItsRest() {
         long t0 = nanos.get();
         at(10, t0);
-        running.down();
-        at(15, t0);
-        RunningTime.Mark mark = running.mark();
-        at(25, t0);
-        running.ready();
+        RunningTime.Mark mark = running.whileDown(() -> {
+            at(15, t0);
+            RunningTime.Mark during = running.mark();
+            at(25, t0);
+            return during;
+        });
 
         at(69, t0);
         assertThat(mark.ranFor(BOUND)).as("10 s of the restart after the mark, 44 s ready").isFalse();
@@ -105,10 +110,7 @@ class RunningTimeTest {
         long t0 = nanos.get();
         RunningTime.Mark mark = running.mark();
         for (int restart = 0; restart < 3; restart++) {
-            at(10L + 20 * restart, t0);
-            running.down();
-            at(25L + 20 * restart, t0);
-            running.ready();
+            restart(10L + 20 * restart, 25L + 20 * restart, t0);
         }
 
         at(89, t0);
@@ -119,8 +121,18 @@ class RunningTimeTest {
     }
 
     @Test
-    void readyWithoutAKillIsRefused() {
-        assertThatThrownBy(running::ready).isInstanceOf(IllegalStateException.class);
-        assertThat(running.downNanos()).isZero();
+    void aRestartThatFailsStillStartsTheClockAgain() {
+        long t0 = nanos.get();
+        RunningTime.Mark mark = running.mark();
+        at(10, t0);
+        assertThatThrownBy(() -> running.whileDown(() -> {
+            at(25, t0);
+            throw new IllegalStateException("the new server did not start");
+        })).hasMessage("the new server did not start");
+
+        assertThat(running.downNanos()).isEqualTo(Duration.ofSeconds(15).toNanos());
+        at(60, t0);
+        assertThat(mark.ranFor(BOUND)).as("the clock runs again after the failed restart").isTrue();
+        assertThat(running.downNanos()).isEqualTo(Duration.ofSeconds(15).toNanos());
     }
 }
