@@ -89,26 +89,36 @@ final class Warmup {
      * caps it.
      */
     private static final Duration COPY_DEADLINE = Duration.ofSeconds(5);
+    /**
+     * Connections the stand-in's queue holds before it accepts them: two checks for each buyer of a round, and
+     * as many again. The JDK's default (50) is less than one round's checks, and a connection the full queue
+     * turns away is tried again a second later, past {@code outside.connect-timeout}: a check "unavailable"
+     * in a copy whose stand-in answers at once.
+     */
+    private static final int STAND_IN_BACKLOG = 2 * 2 * (2 * AT_ONCE);
     private static final String LOOPBACK = "127.0.0.1";
     private static final Pattern ID = Pattern.compile("\"id\"\\s*:\\s*\"([^\"]+)\"");
     private static final Pattern KIND = Pattern.compile("\"type\"\\s*:\\s*\"" + Pattern.quote(Problem.TYPE_PREFIX) + "([^\"]+)\"");
+    private static final Pattern DETAIL = Pattern.compile("\"detail\"\\s*:\\s*\"([^\"]*)\"");
 
     private Warmup() {
     }
 
     /**
      * What a warm-up did: requests sent, answers by status (with the problem's kind, as {@code 503 overloaded};
-     * {@code no answer} for a request that timed out or failed), how long the copy took to start, the buying,
-     * and the JIT's catching up after it, where the copy kept its data ({@link WarmupDatabase}); {@code failure} says
-     * why it stopped early, if it did.
+     * {@code no answer} for a request that timed out or failed), the first words of each 5xx and unanswered kind
+     * ({@code why}: a copy whose stand-in answers at once has no 5xx of its own but shedding, so a log that has one
+     * must say what it was), how long the copy took to start, the buying, and the JIT's catching up after it, where
+     * the copy kept its data ({@link WarmupDatabase}); {@code failure} says why it stopped early, if it did.
      */
-    record Done(int sent, Map<String, Integer> answers, Duration started, Duration bought, Duration compiled,
+    record Done(int sent, Map<String, Integer> answers, Map<String, String> why, Duration started, Duration bought, Duration compiled,
                 String database, Optional<String> failure) {
         @Override
         public String toString() {
             return "a throwaway copy started in " + started.toMillis() + " ms, " + sent + " purchase requests to it in " + bought.toMillis()
                    + " ms, answered " + answers + "; the JIT caught up " + compiled.toMillis() + " ms later; its database: " + database
-                   + failure.map(why -> "; stopped early: " + why).orElse("");
+                   + (why.isEmpty() ? "" : "; the first of each 5xx or unanswered: " + why)
+                   + failure.map(reason -> "; stopped early: " + reason).orElse("");
         }
     }
 
@@ -143,7 +153,7 @@ final class Warmup {
         WarmupDatabase database = null;
         Optional<String> failure = Optional.empty();
         try {
-            standIn = HttpServer.create(new InetSocketAddress(InetAddress.getByName(LOOPBACK), 0), 0);
+            standIn = HttpServer.create(new InetSocketAddress(InetAddress.getByName(LOOPBACK), 0), STAND_IN_BACKLOG);
             standIn.setExecutor(standInThreads);
             standIn(standIn, config);
             String operatorKey = ApiKeys.newKey();
@@ -203,7 +213,8 @@ final class Warmup {
             made.removeAll(before);
             made.forEach(Metrics.globalRegistry()::remove);
         }
-        return new Done(buyers == null ? 0 : buyers.sent(), new TreeMap<>(answers), Duration.ofNanos(started - start),
+        return new Done(buyers == null ? 0 : buyers.sent(), new TreeMap<>(answers), buyers == null ? Map.of() : new TreeMap<>(buyers.why()),
+                        Duration.ofNanos(started - start),
                         Duration.ofNanos(bought - started), Duration.ofNanos(caughtUp - bought),
                         database == null ? "none" : database.toString(), failure);
     }
@@ -303,6 +314,7 @@ final class Warmup {
         private final long until;
         private final AtomicInteger sent = new AtomicInteger();
         private final Map<String, Integer> answers = new ConcurrentHashMap<>();
+        private final Map<String, String> why = new ConcurrentHashMap<>();
 
         Buyers(URI copy, String operatorKey, String clientKey, long until) {
             this.copy = copy;
@@ -317,6 +329,11 @@ final class Warmup {
 
         Map<String, Integer> answers() {
             return Map.copyOf(answers);
+        }
+
+        /** The detail of the first answer of each 5xx kind, and what the first request left unanswered met. */
+        Map<String, String> why() {
+            return Map.copyOf(why);
         }
 
         /**
@@ -343,6 +360,7 @@ final class Warmup {
                                 // Sent and not answered in time, or not answered at all; the buying goes on.
                                 if (!(e.getCause() instanceof BoundPassed)) {
                                     answers.merge("no answer", 1, Integer::sum);
+                                    why.putIfAbsent("no answer", String.valueOf(e.getCause()));
                                 }
                             }
                         }
@@ -382,7 +400,12 @@ final class Warmup {
             HttpResponse<String> answer = sendWithin(() -> http.send(request, HttpResponse.BodyHandlers.ofString()));
             // The kind tells a copy that shed load (503 overloaded) from one whose stand-in or database failed.
             Matcher kind = KIND.matcher(answer.body());
-            answers.merge(answer.statusCode() + (kind.find() ? " " + kind.group(1) : ""), 1, Integer::sum);
+            String answered = answer.statusCode() + (kind.find() ? " " + kind.group(1) : "");
+            answers.merge(answered, 1, Integer::sum);
+            Matcher detail = DETAIL.matcher(answer.body());
+            if (answer.statusCode() >= 500 && detail.find()) {
+                why.putIfAbsent(answered, detail.group(1));
+            }
             return null;
         }
 

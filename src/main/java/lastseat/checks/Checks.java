@@ -13,6 +13,9 @@ import lastseat.work.Timeline;
 
 import java.io.IOException;
 import java.math.BigDecimal;
+import java.net.ConnectException;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpTimeoutException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.logging.Level;
@@ -114,9 +117,12 @@ public final class Checks {
         try {
             answer = http.post(path, Json.text(body), Map.of(), deadline);
         } catch (IOException e) {
-            // The buyer is told the sentence; what the client library said is for the log.
-            LOG.log(Level.FINE, e, () -> service + " could not be reached or did not answer");
-            throw unavailable(service, "it could not be reached or did not answer");
+            // The buyer is told the sentence; what the client library said is for the log. The sentence still
+            // tells an operator a service that took no connection from one that took the request and failed it.
+            String what = e instanceof HttpConnectTimeoutException || e instanceof ConnectException ? "it could not be reached"
+                          : e instanceof HttpTimeoutException ? "it did not answer in time" : "the exchange failed before an answer";
+            LOG.log(Level.FINE, e, () -> service + ": " + what);
+            throw unavailable(service, what);
         }
         if (answer.status() != 200) {
             throw unavailable(service, "it answered " + answer.status());

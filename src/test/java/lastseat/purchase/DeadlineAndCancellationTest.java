@@ -96,6 +96,8 @@ class DeadlineAndCancellationTest {
         assertThat(answer.status()).as(answer.toString()).isEqualTo(503);
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:check-unavailable");
         assertThat(answer.json().path("service").asText()).isEqualTo("fraud");
+        assertThat(answer.json().path("detail").asText()).as("a request sent and cut off, not a service out of reach")
+                                                       .contains("the exchange failed before an answer");
         assertThat(answer.serverMillis()).isLessThan(DEADLINE_MS);
         assertThat(outcomes()).containsEntry("tax", "cancelled");
     }

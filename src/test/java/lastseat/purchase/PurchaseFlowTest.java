@@ -11,7 +11,12 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import java.io.IOException;
+import java.net.ConnectException;
+import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
@@ -83,6 +88,27 @@ class PurchaseFlowTest {
         assertThat(app.outside.calls()).doesNotContain("POST /payments");
         app.invariantsHold(event);
         app.resourcesCameBack(event);
+    }
+
+    @Test
+    void aCheckServiceThatFailsIsNamedWithWhatFailedTheConnectionTheWaitOrTheExchange() throws Exception {
+        Map<IOException, String> said = new LinkedHashMap<>();
+        said.put(new HttpConnectTimeoutException("no connection within the connect timeout"), "it could not be reached");
+        said.put(new ConnectException("connection refused"), "it could not be reached");
+        said.put(new HttpTimeoutException("no answer within 900 ms"), "it did not answer in time");
+        said.put(new IOException("connection reset"), "the exchange failed before an answer");
+        for (Map.Entry<IOException, String> failure : said.entrySet()) {
+            String event = app.newEvent("A1");
+            app.outside.failing("fraud", failure.getKey());
+
+            PurchaseOutcome outcome = buy(event, "ada", "tok_ok", "A1");
+
+            assertThat(outcome).as(failure.getKey().toString())
+                               .isEqualTo(new PurchaseOutcome.Refused(new Refusal.CheckUnavailable("fraud", failure.getValue())));
+            assertThat(app.outside.calls()).doesNotContain("POST /payments");
+            app.invariantsHold(event);
+            app.resourcesCameBack(event);
+        }
     }
 
     @Test

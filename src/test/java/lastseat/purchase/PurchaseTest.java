@@ -144,6 +144,7 @@ class PurchaseTest {
         assertThat(answer.header("Retry-After")).isEqualTo("1");
         assertThat(answer.json().path("type").asText()).isEqualTo("urn:lastseat:problem:check-unavailable");
         assertThat(answer.json().path("service").asText()).isEqualTo("tax");
+        assertThat(answer.json().path("detail").asText()).contains("it answered 500");
         app.stubs().verify(0, postRequestedFor(urlPathEqualTo("/payments")));
         Invariants.nothingHeld(app, event);
     }

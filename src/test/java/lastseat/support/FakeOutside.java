@@ -75,6 +75,8 @@ public final class FakeOutside implements Outside {
     private final AtomicInteger sequence = new AtomicInteger();
     private final AtomicInteger interrupted = new AtomicInteger();
     private volatile String downService;
+    private volatile String failingService;
+    private volatile IOException checkFailure;
     private volatile boolean hangChecks;
 
     public FakeOutside(LastseatConfig config) {
@@ -95,6 +97,12 @@ public final class FakeOutside implements Outside {
     /** {@code "fraud"} or {@code "tax"} answers 503 from now on. */
     public void down(String service) {
         downService = service;
+    }
+
+    /** {@code "fraud"} or {@code "tax"} fails from now on as the client library would: no connection, a timeout, a reset. */
+    public void failing(String service, IOException failure) {
+        failingService = service;
+        checkFailure = failure;
     }
 
     /** The fraud check waits until its caller is interrupted. */
@@ -170,7 +178,7 @@ public final class FakeOutside implements Outside {
         return new Answer(404, "{}");
     }
 
-    private Answer fraud(JsonNode body) throws InterruptedException {
+    private Answer fraud(JsonNode body) throws IOException, InterruptedException {
         if (hangChecks) {
             try {
                 new CountDownLatch(1).await();
@@ -184,7 +192,10 @@ public final class FakeOutside implements Outside {
                                                         : "{\"decision\":\"approve\",\"reason\":\"no risk signals\"}"));
     }
 
-    private Answer service(String name, Answer answer) {
+    private Answer service(String name, Answer answer) throws IOException {
+        if (name.equals(failingService)) {
+            throw checkFailure;
+        }
         return name.equals(downService) ? new Answer(503, "{\"error\":\"unavailable\"}") : answer;
     }
 
