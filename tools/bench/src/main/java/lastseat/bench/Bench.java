@@ -228,7 +228,8 @@ public final class Bench {
             "exactly " + seats, ratio(load.count(201) / (double) seats));
         add("hot event: time to the last confirmation", String.format(Locale.ROOT, "%.2f s", soldOutSeconds), atOnce + " buyers at a time", "");
         add("hot event: purchases answered/s (claims through HTTP)", String.format(Locale.ROOT, "%.0f/s", claimsPerSecond),
-            String.format(Locale.ROOT, "raw JDBC conditional claims %.0f/s", raw), ratio(claimsPerSecond / raw));
+            String.format(Locale.ROOT, "raw JDBC conditional claims %.0f/s, warm (the median of %d rounds after %d untimed)", raw,
+                          RawClaims.MEASURED_ROUNDS, RawClaims.WARM_UP_ROUNDS), ratio(claimsPerSecond / raw));
     }
 
     /** Confirmed purchases per second with {@code buyers} buying at once (each buys again as soon as answered). */

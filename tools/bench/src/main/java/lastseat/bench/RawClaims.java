@@ -8,6 +8,7 @@ import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.UUID;
@@ -22,14 +23,23 @@ import java.util.concurrent.atomic.AtomicInteger;
  * threads, one seat each, autocommit — the database's own pace. It runs in a JVM of its own with the JVM's
  * default compilers, not in the benchmark's, which runs on C1 alone (bin/lib.sh, {@code bench_main}): the
  * claims per second are the ratio's denominator, and a slower yardstick would flatter the ratio.
+ *
+ * <p>For the same reason it is measured warm, as lastseat is: {@link #WARM_UP_ROUNDS} rounds of claims on
+ * events of their own, untimed, then the median of {@link #MEASURED_ROUNDS} more. A JVM just started claimed
+ * at a third of the pace of its later rounds, so one cold round measured that JVM's JIT more than the database.
  */
 final class RawClaims {
     private static final long BOUND_SECONDS = 300;
+    static final int WARM_UP_ROUNDS = 2;
+    static final int MEASURED_ROUNDS = 3;
 
     private RawClaims() {
     }
 
-    /** Claims per second on {@code file} (an H2 file without its {@code .mv.db}), in a child JVM. */
+    /**
+     * Claims per second on {@code file} (an H2 file without its {@code .mv.db}), in a child JVM: the median of
+     * its measured rounds, each round's pace printed.
+     */
     static double measure(Path file, int seats) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of(
                 ProcessHandle.current().info().command().orElse("java"), "--enable-preview",
@@ -43,7 +53,9 @@ final class RawClaims {
             if (!process.waitFor(BOUND_SECONDS, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("the raw claims did not end within " + BOUND_SECONDS + " s");
             }
-            return rate(process.exitValue(), Files.readString(out, StandardCharsets.UTF_8).trim());
+            String text = Files.readString(out, StandardCharsets.UTF_8).trim();
+            text.lines().filter(line -> line.contains("round")).forEach(line -> System.out.println("   raw claims, " + line));
+            return rate(process.exitValue(), text);
         } finally {
             // Late, or this thread interrupted while it waited: the child does not outlive the run.
             if (process != null) {
@@ -61,9 +73,23 @@ final class RawClaims {
         return Double.parseDouble(lines[lines.length - 1].trim());
     }
 
-    /** Arguments: the H2 file and the number of seats to claim; prints the claims per second on its last line. */
+    /**
+     * Arguments: the H2 file and the number of seats each round claims; prints each round's claims per second,
+     * and on its last line the measured rounds' median.
+     */
     public static void main(String[] args) throws Exception {
-        System.out.println(String.format(Locale.ROOT, "%.1f", claims(Path.of(args[0]), Integer.parseInt(args[1]))));
+        Path file = Path.of(args[0]);
+        int seats = Integer.parseInt(args[1]);
+        for (int round = 1; round <= WARM_UP_ROUNDS; round++) {
+            System.out.println(String.format(Locale.ROOT, "warm-up round %d (untimed): %.0f/s", round, claims(file, seats)));
+        }
+        double[] rates = new double[MEASURED_ROUNDS];
+        for (int round = 0; round < MEASURED_ROUNDS; round++) {
+            rates[round] = claims(file, seats);
+            System.out.println(String.format(Locale.ROOT, "measured round %d: %.0f/s", round + 1, rates[round]));
+        }
+        Arrays.sort(rates);
+        System.out.println(String.format(Locale.ROOT, "%.1f", rates[MEASURED_ROUNDS / 2]));
     }
 
     private static double claims(Path file, int seats) throws Exception {
