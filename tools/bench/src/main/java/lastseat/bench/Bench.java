@@ -223,13 +223,14 @@ public final class Bench {
         }
         double soldOutSeconds = load.secondsUntil(201, seats);
         double claimsPerSecond = load.total() / load.seconds();
-        double raw = RawClaims.measure(dir.resolve("lastseat"), smoke ? 2_000 : 20_000);
+        RawClaims.Rounds rounds = smoke ? RawClaims.Rounds.SMOKE : RawClaims.Rounds.FULL;
+        double raw = RawClaims.measure(dir.resolve("lastseat"), smoke ? 2_000 : 20_000, rounds);
         add("hot event: confirmations of " + seats + " seats by " + buyers + " buyers", Integer.toString(load.count(201)),
             "exactly " + seats, ratio(load.count(201) / (double) seats));
         add("hot event: time to the last confirmation", String.format(Locale.ROOT, "%.2f s", soldOutSeconds), atOnce + " buyers at a time", "");
         add("hot event: purchases answered/s (claims through HTTP)", String.format(Locale.ROOT, "%.0f/s", claimsPerSecond),
             String.format(Locale.ROOT, "raw JDBC conditional claims %.0f/s, warm (the median of %d rounds after %d untimed)", raw,
-                          RawClaims.MEASURED_ROUNDS, RawClaims.WARM_UP_ROUNDS), ratio(claimsPerSecond / raw));
+                          rounds.measured(), rounds.warmUp()), ratio(claimsPerSecond / raw));
     }
 
     /** Confirmed purchases per second with {@code buyers} buying at once (each buys again as soon as answered). */

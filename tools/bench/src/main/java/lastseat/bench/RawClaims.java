@@ -24,14 +24,20 @@ import java.util.concurrent.atomic.AtomicInteger;
  * default compilers, not in the benchmark's, which runs on C1 alone (bin/lib.sh, {@code bench_main}): the
  * claims per second are the ratio's denominator, and a slower yardstick would flatter the ratio.
  *
- * <p>For the same reason it is measured warm, as lastseat is: {@link #WARM_UP_ROUNDS} rounds of claims on
- * events of their own, untimed, then the median of {@link #MEASURED_ROUNDS} more. A JVM just started claimed
- * at a third of the pace of its later rounds, so one cold round measured that JVM's JIT more than the database.
+ * <p>For the same reason it is measured warm, as lastseat is: rounds of claims on events of their own, some
+ * untimed, then the median of the measured ones ({@link Rounds#FULL}). A JVM just started claimed at a third of
+ * the pace of its later rounds, so one cold round measured that JVM's JIT more than the database.
  */
 final class RawClaims {
     private static final long BOUND_SECONDS = 300;
-    static final int WARM_UP_ROUNDS = 2;
-    static final int MEASURED_ROUNDS = 3;
+
+    /** Rounds claimed untimed, then measured; the figure is the measured rounds' median. */
+    record Rounds(int warmUp, int measured) {
+        /** The benchmark's. */
+        static final Rounds FULL = new Rounds(2, 3);
+        /** {@code --smoke}'s: every step once, to see the rows come out. */
+        static final Rounds SMOKE = new Rounds(1, 1);
+    }
 
     private RawClaims() {
     }
@@ -40,11 +46,12 @@ final class RawClaims {
      * Claims per second on {@code file} (an H2 file without its {@code .mv.db}), in a child JVM: the median of
      * its measured rounds, each round's pace printed.
      */
-    static double measure(Path file, int seats) throws IOException, InterruptedException {
+    static double measure(Path file, int seats, Rounds rounds) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>(List.of(
                 ProcessHandle.current().info().command().orElse("java"), "--enable-preview",
                 "-cp", System.getProperty("java.class.path"), RawClaims.class.getName(),
-                file.toAbsolutePath().toString(), Integer.toString(seats)));
+                file.toAbsolutePath().toString(), Integer.toString(seats), Integer.toString(rounds.warmUp()),
+                Integer.toString(rounds.measured())));
         // Its output goes to a file, so that the wait below is what bounds a child that hangs.
         Path out = Files.createTempFile("lastseat-raw-claims", ".out");
         Process process = null;
@@ -74,22 +81,23 @@ final class RawClaims {
     }
 
     /**
-     * Arguments: the H2 file and the number of seats each round claims; prints each round's claims per second,
-     * and on its last line the measured rounds' median.
+     * Arguments: the H2 file, the number of seats each round claims, the untimed rounds and the measured ones;
+     * prints each round's claims per second, and on its last line the measured rounds' median.
      */
     public static void main(String[] args) throws Exception {
         Path file = Path.of(args[0]);
         int seats = Integer.parseInt(args[1]);
-        for (int round = 1; round <= WARM_UP_ROUNDS; round++) {
+        Rounds rounds = new Rounds(Integer.parseInt(args[2]), Integer.parseInt(args[3]));
+        for (int round = 1; round <= rounds.warmUp(); round++) {
             System.out.println(String.format(Locale.ROOT, "warm-up round %d (untimed): %.0f/s", round, claims(file, seats)));
         }
-        double[] rates = new double[MEASURED_ROUNDS];
-        for (int round = 0; round < MEASURED_ROUNDS; round++) {
+        double[] rates = new double[rounds.measured()];
+        for (int round = 0; round < rates.length; round++) {
             rates[round] = claims(file, seats);
             System.out.println(String.format(Locale.ROOT, "measured round %d: %.0f/s", round + 1, rates[round]));
         }
         Arrays.sort(rates);
-        System.out.println(String.format(Locale.ROOT, "%.1f", rates[MEASURED_ROUNDS / 2]));
+        System.out.println(String.format(Locale.ROOT, "%.1f", rates[rates.length / 2]));
     }
 
     private static double claims(Path file, int seats) throws Exception {
