@@ -13,9 +13,6 @@ import lastseat.work.Timeline;
 
 import java.io.IOException;
 import java.math.BigDecimal;
-import java.net.ConnectException;
-import java.net.http.HttpConnectTimeoutException;
-import java.net.http.HttpTimeoutException;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.logging.Level;
@@ -119,8 +116,11 @@ public final class Checks {
         } catch (IOException e) {
             // The buyer is told the sentence; what the client library said is for the log. The sentence still
             // tells an operator a service that took no connection from one that took the request and failed it.
-            String what = e instanceof HttpConnectTimeoutException || e instanceof ConnectException ? "it could not be reached"
-                          : e instanceof HttpTimeoutException ? "it did not answer in time" : "the exchange failed before an answer";
+            String what = switch (Outside.Failure.of(e)) {
+                case NO_CONNECTION_IN_TIME, CONNECTION_REFUSED -> "it could not be reached";
+                case NO_ANSWER_IN_TIME -> "it did not answer in time";
+                case BROKEN -> "the exchange failed before an answer";
+            };
             LOG.log(Level.FINE, e, () -> service + ": " + what);
             throw unavailable(service, what);
         }

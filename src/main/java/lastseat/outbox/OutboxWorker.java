@@ -9,9 +9,6 @@ import lastseat.work.Scoped;
 import lastseat.work.Worker;
 
 import java.io.IOException;
-import java.net.ConnectException;
-import java.net.http.HttpConnectTimeoutException;
-import java.net.http.HttpTimeoutException;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
@@ -291,11 +288,11 @@ public final class OutboxWorker implements AutoCloseable {
             permanent = answer.status() >= 400 && answer.status() < 500 && !RETRIED_4XX.contains(answer.status());
         } catch (IOException e) {
             // A timeout or a reset proves nothing about arrival; the same key makes the next try safe.
-            error = switch (e) {
-                case HttpConnectTimeoutException timeout -> "could not connect to the receiver in time";
-                case ConnectException refused -> "could not connect to the receiver";
-                case HttpTimeoutException timeout -> "no answer within " + config.callTimeout().toMillis() + " ms";
-                default -> "the connection broke before the receiver answered";
+            error = switch (Outside.Failure.of(e)) {
+                case NO_CONNECTION_IN_TIME -> "could not connect to the receiver in time";
+                case CONNECTION_REFUSED -> "could not connect to the receiver";
+                case NO_ANSWER_IN_TIME -> "no answer within " + config.callTimeout().toMillis() + " ms";
+                case BROKEN -> "the connection broke before the receiver answered";
             };
             LOG.log(Level.FINE, "outbox " + row.dedupeKey() + " attempt " + attempt + ": " + error, e);
         } catch (RuntimeException e) {

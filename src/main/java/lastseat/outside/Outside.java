@@ -19,6 +19,31 @@ import java.util.Map;
  */
 public interface Outside {
 
+    /**
+     * What a call's {@link IOException} says, in the words above: the one place that reads them. Only the first
+     * two say that nothing was sent.
+     */
+    enum Failure {
+        /** No connection within the connect timeout: nothing was sent. */
+        NO_CONNECTION_IN_TIME,
+        /** The connection was refused: nothing was sent. */
+        CONNECTION_REFUSED,
+        /** The call's time ran out; the request may have arrived. */
+        NO_ANSWER_IN_TIME,
+        /** The exchange broke (a reset, a cut answer); the request may have arrived. */
+        BROKEN;
+
+        public static Failure of(IOException failure) {
+            // HttpConnectTimeoutException is an HttpTimeoutException: the connect is asked first.
+            return switch (failure) {
+                case java.net.http.HttpConnectTimeoutException timeout -> NO_CONNECTION_IN_TIME;
+                case java.net.ConnectException refused -> CONNECTION_REFUSED;
+                case java.net.http.HttpTimeoutException timeout -> NO_ANSWER_IN_TIME;
+                default -> BROKEN;
+            };
+        }
+    }
+
     /** An answer: its status and its body (at most the configured size). */
     record Answer(int status, String body) {
     }

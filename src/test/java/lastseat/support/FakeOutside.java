@@ -75,8 +75,7 @@ public final class FakeOutside implements Outside {
     private final AtomicInteger sequence = new AtomicInteger();
     private final AtomicInteger interrupted = new AtomicInteger();
     private volatile String downService;
-    private volatile String failingService;
-    private volatile IOException checkFailure;
+    private volatile Failing failing;
     private volatile boolean hangChecks;
 
     public FakeOutside(LastseatConfig config) {
@@ -101,8 +100,10 @@ public final class FakeOutside implements Outside {
 
     /** {@code "fraud"} or {@code "tax"} fails from now on as the client library would: no connection, a timeout, a reset. */
     public void failing(String service, IOException failure) {
-        failingService = service;
-        checkFailure = failure;
+        failing = new Failing(service, failure);
+    }
+
+    private record Failing(String service, IOException failure) {
     }
 
     /** The fraud check waits until its caller is interrupted. */
@@ -193,8 +194,9 @@ public final class FakeOutside implements Outside {
     }
 
     private Answer service(String name, Answer answer) throws IOException {
-        if (name.equals(failingService)) {
-            throw checkFailure;
+        Failing now = failing;
+        if (now != null && name.equals(now.service())) {
+            throw now.failure();
         }
         return name.equals(downService) ? new Answer(503, "{\"error\":\"unavailable\"}") : answer;
     }
