@@ -16,9 +16,6 @@ import lastseat.work.Scoped;
 import lastseat.work.Timeline;
 
 import java.io.IOException;
-import java.net.ConnectException;
-import java.net.http.HttpConnectTimeoutException;
-import java.net.http.HttpTimeoutException;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -174,8 +171,9 @@ public final class PaymentGateway {
         try {
             answer = http.get(config.path() + "?idempotencyKey=" + URLEncoder.encode(key, StandardCharsets.UTF_8), timeout);
         } catch (IOException e) {
-            LOG.log(java.util.logging.Level.FINE, e, () -> "payment lookup of purchase " + purchaseId + " got no answer");
-            return new Lookup.Unclear("the provider could not be reached or did not answer");
+            String what = sentence(Outside.Failure.of(e));
+            LOG.log(java.util.logging.Level.FINE, e, () -> "payment lookup of purchase " + purchaseId + ": " + what);
+            return new Lookup.Unclear(what);
         }
         if (answer.status() == 404) {
             return new Lookup.None();
@@ -264,17 +262,17 @@ public final class PaymentGateway {
         Outside.Answer answer;
         try {
             answer = call.send(http);
-        } catch (ConnectException | HttpConnectTimeoutException e) {
-            // No connection, so no request: this call charged nothing. Each ending says a sentence; the log has the rest.
-            LOG.log(java.util.logging.Level.FINE, e, () -> "payment of purchase " + order.purchaseId() + ": no connection");
-            return new Attempt(new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, "could not connect to the provider"), false, false);
-        } catch (HttpTimeoutException e) {
-            // The deadline is spent: there is no time to ask again.
-            LOG.log(java.util.logging.Level.FINE, e, () -> "payment of purchase " + order.purchaseId() + ": no answer in time");
-            return new Attempt(new Charge.Unknown("no answer from the provider in time"), true, false);
         } catch (IOException e) {
-            LOG.log(java.util.logging.Level.FINE, e, () -> "payment of purchase " + order.purchaseId() + ": the connection broke");
-            return new Attempt(new Charge.Unknown("the connection broke before the provider answered"), true, true);
+            Outside.Failure failure = Outside.Failure.of(e);
+            String what = sentence(failure);
+            LOG.log(java.util.logging.Level.FINE, e, () -> "payment of purchase " + order.purchaseId() + ": " + what);
+            return switch (failure) {
+                // No connection, so no request: this call charged nothing.
+                case NO_CONNECTION_IN_TIME, CONNECTION_REFUSED -> new Attempt(new Charge.NotSent(Charge.NotSent.Why.UNREACHABLE, what), false, false);
+                // The deadline is spent: there is no time to ask again.
+                case NO_ANSWER_IN_TIME -> new Attempt(new Charge.Unknown(what), true, false);
+                case BROKEN -> new Attempt(new Charge.Unknown(what), true, true);
+            };
         }
         return switch (answer.status()) {
             case 200, 201 -> new Attempt(captured(answer.body()), true, false);
@@ -282,6 +280,15 @@ public final class PaymentGateway {
             // The provider refused this request before acting on it; what an earlier one did is another question.
             case 400, 401, 403, 404, 422 -> new Attempt(new Charge.Rejected(answer.status()), false, false);
             default -> new Attempt(new Charge.Unknown("the provider answered " + answer.status()), true, answer.status() >= 500);
+        };
+    }
+
+    /** What a call that got no answer tells the buyer and the purchase's timeline; the log has the exception. */
+    private static String sentence(Outside.Failure failure) {
+        return switch (failure) {
+            case NO_CONNECTION_IN_TIME, CONNECTION_REFUSED -> "could not connect to the provider";
+            case NO_ANSWER_IN_TIME -> "no answer from the provider in time";
+            case BROKEN -> "the connection broke before the provider answered";
         };
     }
 

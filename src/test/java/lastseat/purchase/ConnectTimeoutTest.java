@@ -16,16 +16,18 @@ import java.io.IOException;
 import java.math.BigDecimal;
 import java.net.ConnectException;
 import java.net.http.HttpConnectTimeoutException;
+import java.net.http.HttpTimeoutException;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.Deque;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 /**
- * Fast tier: what a payment makes of a connect that timed out. {@code OutsideHttp} throws
+ * Fast tier: what a payment makes of a connect that timed out, and what a lookup that got no answer says. {@code OutsideHttp} throws
  * {@link HttpConnectTimeoutException} only for a timeout thrown while the connection was being opened,
  * which Helidon finishes before it writes any of the request, so no byte of the request left, as a
  * refused connection: alone it is "not sent", and after an
@@ -73,6 +75,24 @@ class ConnectTimeoutTest {
         assertThat(charge()).isInstanceOf(Charge.NotSent.class);
     }
 
+    @Test
+    void aLookupWithoutAnAnswerSaysWhatFailedTheConnectTheWaitOrTheExchange() throws Exception {
+        Map<IOException, String> said = new LinkedHashMap<>();
+        said.put(new HttpConnectTimeoutException("HTTP connect timed out"), "could not connect to the provider");
+        said.put(new ConnectException("Connection refused"), "could not connect to the provider");
+        said.put(new HttpTimeoutException("request timed out"), "no answer from the provider in time");
+        said.put(new IOException("connection reset"), "the connection broke before the provider answered");
+        for (Map.Entry<IOException, String> failure : said.entrySet()) {
+            failures.add(failure.getKey());
+
+            PaymentGateway.Lookup lookup = payments.lookup("p-1", Duration.ofSeconds(2));
+
+            assertThat(lookup).as(failure.getKey().toString()).isEqualTo(new PaymentGateway.Lookup.Unclear(failure.getValue()));
+        }
+        assertThat(failures).as("one question each").isEmpty();
+        assertThat(payments.availablePermits()).as("a lookup takes no permit").isEqualTo(app.config.payment().permits());
+    }
+
     private Charge charge() throws InterruptedException {
         return payments.charge(new PaymentOrder("p-1", new BigDecimal("10.00"), "EUR", "tok_ok"),
                                Deadline.after(Duration.ofSeconds(2), System.nanoTime()), new Timeline(app.clock));
@@ -95,8 +115,8 @@ class ConnectTimeoutTest {
         }
 
         @Override
-        public Answer get(String pathAndQuery, Duration timeout) {
-            throw new AssertionError("a charge does not look up");
+        public Answer get(String pathAndQuery, Duration timeout) throws IOException {
+            return post(pathAndQuery, "", Map.of(), (Deadline) null);
         }
     }
 }
