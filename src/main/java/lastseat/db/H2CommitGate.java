@@ -24,11 +24,13 @@ import java.util.AbstractCollection;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
+import java.util.Deque;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.WeakHashMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -67,7 +69,8 @@ import java.util.logging.Logger;
  * meanwhile; collected at once instead, chunks of one or two commits each kept the serializer behind.
  *
  * <p>Space: the gate reuses the file's freed space (H2's own reuse loses commits; {@link HeaderKeeper}
- * says why). H2 frees no chunk by itself; a housekeeping pass, started by a commit at most every
+ * says why). H2 frees no chunk by itself: its list of dead chunks is the gate's ({@link FreedByPasses}),
+ * which gives them up only to a pass, whatever their age; a housekeeping pass, started by a commit at most every
  * {@code db.h2-housekeeping-interval}, rewrites the live pages of the emptiest chunks, saves and syncs
  * every chunk on its way, and only then frees the chunks nothing saved needs. Without it (interval zero,
  * or an H2 without the fields it needs) every chunk is appended and the file only grows.
@@ -96,9 +99,11 @@ final class H2CommitGate implements DataSource {
     private static final Field SAVE_CHUNK_LOCK;
     private static final Field STORE_HEADER;
     private static final Method WRITE_STORE_HEADER;
+    /** H2's list of dead chunks, which its every store frees once they are older than the retention time; null when this H2 lacks it (space never reused). */
+    private static final Field DEAD_CHUNKS;
     /** The header's key for the version of the chunk it names ({@code FileStore.HDR_VERSION}). */
     private static final String HEADER_VERSION = "version";
-    /** Retention while space is reused: H2 frees no chunk by itself; {@link Gate#housekeep()} frees them. */
+    /** Retention while space is reused: H2 frees no chunk younger than this (24.8 days); {@link FreedByPasses} holds back the older. */
     private static final int NEVER = Integer.MAX_VALUE;
     /** A housekeeping pass rewrites the live pages of the emptiest chunks while the file is less full than this, so that they die. */
     private static final int REWRITE_BELOW_FILL_PERCENT = 50;
@@ -150,6 +155,17 @@ final class H2CommitGate implements DataSource {
         SAVE_CHUNK_LOCK = saveChunkLock;
         STORE_HEADER = storeHeader;
         WRITE_STORE_HEADER = writeStoreHeader;
+        Field deadChunks = null;
+        try {
+            deadChunks = FileStore.class.getDeclaredField("deadChunks");
+            deadChunks.setAccessible(true);
+            if (deadChunks.getType() != Deque.class) {
+                deadChunks = null;
+            }
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            deadChunks = null;
+        }
+        DEAD_CHUNKS = deadChunks;
     }
 
     private final String url;
@@ -389,12 +405,15 @@ final class H2CommitGate implements DataSource {
         private final long housekeepingNanos;
         private final AtomicLong nextPass = new AtomicLong(System.nanoTime());
         private final ThreadPoolExecutor housekeeper;
+        /** H2's dead chunks, kept for passes: null when space is not reused. */
+        private final FreedByPasses dead;
 
-        private Gate(MVStore store, ThreadPoolExecutor serializer, ThreadPoolExecutor saver, long housekeepingNanos) {
+        private Gate(MVStore store, ThreadPoolExecutor serializer, ThreadPoolExecutor saver, long housekeepingNanos, FreedByPasses dead) {
             this.store = store;
             this.serializer = serializer;
             this.saver = saver;
             this.housekeepingNanos = housekeepingNanos;
+            this.dead = dead;
             this.housekeeper = saver instanceof HeaderKeeper ? oneThread("lastseat-h2-housekeeping") : null;
         }
 
@@ -402,7 +421,9 @@ final class H2CommitGate implements DataSource {
             ThreadPoolExecutor serializer = null;
             ThreadPoolExecutor saver = null;
             FileStore<?> file = store.getFileStore();
-            boolean reuse = housekeepingNanos > 0 && WRITE_STORE_HEADER != null && file instanceof RandomAccessStore;
+            FreedByPasses dead = housekeepingNanos > 0 && WRITE_STORE_HEADER != null && file instanceof RandomAccessStore
+                    ? FreedByPasses.install(file) : null;
+            boolean reuse = dead != null;
             if (SERIALIZER != null) {
                 try {
                     // H2 makes them only with its background writer, which would write chunks outside the gate.
@@ -415,12 +436,18 @@ final class H2CommitGate implements DataSource {
                     saver = null;
                 }
             }
+            if (reuse && !(saver instanceof HeaderKeeper)) {
+                // Without its own saver the gate cannot name chunks in the header: space is not reused, and H2 may
+                // free dead chunks as it always does (it appends every chunk then, which is safe).
+                dead.stop();
+                dead = null;
+            }
             if (saver instanceof HeaderKeeper) {
                 // In this order: space reused while H2 still frees chunks by itself could put a chunk into a hole too soon.
                 file.setRetentionTime(NEVER);
                 file.setReuseSpace(true);
             }
-            return new Gate(store, serializer, saver, housekeepingNanos);
+            return new Gate(store, serializer, saver, housekeepingNanos, dead);
         }
 
         /** One daemon thread, gone when idle: H2 does not shut down executors it did not make. */
@@ -579,9 +606,11 @@ final class H2CommitGate implements DataSource {
                 store.sync();
                 store.executeFilestoreOperation(() -> {
                     file.setRetentionTime(0);
+                    dead.freeing = Thread.currentThread();
                     try {
                         file.dropUnusedChunks();
                     } finally {
+                        dead.freeing = null;
                         file.setRetentionTime(NEVER);
                     }
                 });
@@ -600,6 +629,60 @@ final class H2CommitGate implements DataSource {
             thread.setDaemon(true);
             return thread;
         };
+    }
+
+    /**
+     * H2's list of dead chunks, put in place of its own: H2 frees the chunks it lists at the start of every
+     * store, and this list gives them up only to the thread inside a housekeeping pass's
+     * {@code dropUnusedChunks}, after the pass's fsync. So no chunk is freed whose death is not yet on disk,
+     * whatever its age.
+     *
+     * <p>Why not only the retention time: H2 counts it in milliseconds in an {@code int}, so {@link #NEVER}
+     * is about 24.8 days, and a chunk older than that (a file's chunk age counts from the file's creation,
+     * across restarts) would be freed by any commit's store as soon as it died, before the fsync that a power
+     * cut needs to find the file consistent. {@code ReusedSpaceTest} makes that happen.
+     *
+     * <p>Hazard: it relies on H2 taking chunks off this list with {@link #poll()} only, and on writing H2's
+     * final field; an H2 or a JDK that refuses either leaves space unreused ({@link #install} returns null).
+     */
+    private static final class FreedByPasses extends ConcurrentLinkedDeque<Object> {
+        private final transient FileStore<?> file;
+        /** The pass's thread while it frees chunks; null otherwise. */
+        volatile Thread freeing;
+
+        private FreedByPasses(FileStore<?> file, Collection<?> listed) {
+            super(listed);
+            this.file = file;
+        }
+
+        /** Puts this list in place of H2's, with what H2 listed so far; null when this H2 or JDK does not let it. */
+        static FreedByPasses install(FileStore<?> file) {
+            if (DEAD_CHUNKS == null) {
+                return null;
+            }
+            try {
+                Deque<?> listed = (Deque<?>) DEAD_CHUNKS.get(file);
+                FreedByPasses dead = new FreedByPasses(file, listed);
+                DEAD_CHUNKS.set(file, dead);
+                return dead;
+            } catch (IllegalAccessException | RuntimeException e) {
+                return null;
+            }
+        }
+
+        /** Gives H2 its own list back, with what this one holds. */
+        void stop() {
+            try {
+                DEAD_CHUNKS.set(file, new ConcurrentLinkedDeque<>(this));
+            } catch (IllegalAccessException | RuntimeException e) {
+                // Left in place: dead chunks then stay listed, and the space they hold is not reused.
+            }
+        }
+
+        @Override
+        public Object poll() {
+            return Thread.currentThread() == freeing ? super.poll() : null;
+        }
     }
 
     /**

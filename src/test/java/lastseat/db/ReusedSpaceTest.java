@@ -1,12 +1,17 @@
 package lastseat.db;
 
 import org.h2.api.ErrorCode;
+import org.h2.engine.SessionLocal;
+import org.h2.jdbc.JdbcConnection;
+import org.h2.mvstore.FileStore;
+import org.h2.mvstore.MVStore;
 import org.h2.store.fs.Recorder;
 import org.h2.store.fs.rec.FilePathRec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.lang.reflect.Field;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.sql.Connection;
@@ -19,7 +24,9 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.assertj.core.api.Assertions.assertThat;
@@ -88,6 +95,106 @@ class ReusedSpaceTest {
                 .isLessThan(appendedBytes / 4);
     }
 
+    @Test
+    void h2AloneFreesAChunkOlderThanItsRetentionBeforeAnyFsyncOnceItDies() throws Exception {
+        try (Connection h2 = DriverManager.getConnection("jdbc:h2:nio:" + dir.resolve("aged") + ";WRITE_DELAY=0;REUSE_SPACE=TRUE;RETENTION_TIME="
+                                                         + Integer.MAX_VALUE, "sa", "")) {
+            Aged aged = chunksFreedByCommitsOnceAged(h2);
+
+            assertThat(aged.freed()).as("chunks that died after the last fsync, freed by the next commits (of %s)", aged.died())
+                    .isNotEmpty();
+        }
+    }
+
+    @Test
+    void throughTheGateAChunkOlderThanH2sRetentionIsLeftForAPassOnceItDies() throws Exception {
+        // A pass is due at the first commit, then not for an hour: every chunk freed below would be a commit's doing.
+        H2CommitGate gate = new H2CommitGate("jdbc:h2:async:" + dir.resolve("aged") + ";WRITE_DELAY=0;REUSE_SPACE=FALSE", "sa", "",
+                                             Duration.ofHours(1));
+        try (Connection c = gate.getConnection()) {
+            H2CommitGate.collectUndoLogsLast(c);
+            create(c);
+            write(c, 0, 1, null);
+            awaitFirstPass(c);
+            Aged aged = chunksFreedByCommitsOnceAged(c);
+
+            assertThat(aged.died()).as("chunks that died after the last pass").isNotEmpty();
+            assertThat(aged.freed()).as("chunks that died after the last pass's fsync, freed by commits").isEmpty();
+        }
+    }
+
+    /**
+     * Fills a table in a commit of its own, makes every chunk so far older than H2's longest retention
+     * ({@code int} milliseconds, about 24.8 days: the file's clock is moved back, which is what a file that
+     * old has), empties the table in one commit, then commits ten times more. Of the chunks the file listed
+     * before the table was emptied: those that died since, and those the commits freed, none of them synced.
+     */
+    private static Aged chunksFreedByCommitsOnceAged(Connection c) throws Exception {
+        c.setAutoCommit(false);
+        try (Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE filled (id INT PRIMARY KEY, pad VARCHAR(400) NOT NULL)");
+            s.execute("CREATE TABLE later (id INT PRIMARY KEY)");
+            // The tables' definitions go into a chunk of their own, so that the table's chunk holds little else.
+            s.execute("INSERT INTO later VALUES (0)");
+            c.commit();
+            s.execute("INSERT INTO filled SELECT X, REPEAT('x', 400) FROM SYSTEM_RANGE(1, 200)");
+            c.commit();
+            // A chunk is listed by the one after it.
+            s.execute("INSERT INTO later VALUES (-1)");
+            c.commit();
+        }
+        MVStore store = ((SessionLocal) c.unwrap(JdbcConnection.class).getSession()).getDatabase().getStore().getMvStore();
+        Map<Integer, String> before = chunks(store);
+        Field created = FileStore.class.getDeclaredField("creationTime");
+        created.setAccessible(true);
+        created.setLong(store.getFileStore(), created.getLong(store.getFileStore()) - Duration.ofDays(25).toMillis());
+        try (Statement s = c.createStatement()) {
+            s.execute("DELETE FROM filled");
+            c.commit();
+            for (int i = 1; i <= 10; i++) {
+                s.execute("INSERT INTO later VALUES (" + i + ")");
+                c.commit();
+            }
+        }
+        Map<Integer, String> after = chunks(store);
+        List<Integer> freed = before.keySet().stream().filter(id -> !after.containsKey(id)).toList();
+        List<Integer> died = before.keySet().stream()
+                .filter(id -> !before.get(id).contains(",livePages:0,") && (!after.containsKey(id) || after.get(id).contains(",livePages:0,")))
+                .toList();
+        return new Aged(died, freed);
+    }
+
+    /** Chunks that died once aged, and those of them freed. */
+    private record Aged(List<Integer> died, List<Integer> freed) {
+    }
+
+    /** The chunks the file lists, by id, with what the file says of each. */
+    private static Map<Integer, String> chunks(MVStore store) {
+        Map<Integer, String> chunks = new java.util.TreeMap<>();
+        store.getLayoutMap().forEach((key, value) -> {
+            if (key.startsWith("chunk.")) {
+                chunks.put(Integer.parseInt(key.substring("chunk.".length()), 16), value);
+            }
+        });
+        return chunks;
+    }
+
+    /** Waits, bounded, until the pass the first commit started has ended: its executor is the gate's, read as it is. */
+    private static void awaitFirstPass(Connection c) throws Exception {
+        MVStore store = ((SessionLocal) c.unwrap(JdbcConnection.class).getSession()).getDatabase().getStore().getMvStore();
+        Field gates = H2CommitGate.class.getDeclaredField("GATES");
+        gates.setAccessible(true);
+        Object gate = ((Map<?, ?>) gates.get(null)).get(store);
+        Field housekeeper = gate.getClass().getDeclaredField("housekeeper");
+        housekeeper.setAccessible(true);
+        ThreadPoolExecutor passes = (ThreadPoolExecutor) housekeeper.get(gate);
+        long until = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+        while (passes.getCompletedTaskCount() < 1) {
+            assertThat(System.nanoTime()).as("the first pass ended within 10 s").isLessThan(until);
+            Thread.sleep(5);
+        }
+    }
+
     /** {@code writers} threads of {@code commits} commits each through the gate; returns the file's size at the end. */
     private static long gated(Recording file, Duration housekeeping, int writers, int commits) throws Exception {
         H2CommitGate gate = new H2CommitGate("jdbc:h2:" + file.url() + ";WRITE_DELAY=0;REUSE_SPACE=FALSE;DB_CLOSE_ON_EXIT=FALSE",
@@ -126,7 +233,7 @@ class ReusedSpaceTest {
         c.commit();
     }
 
-    /** Row {@code i} in, row {@code i - LIVE} out, one commit each; every commit that returned is told to {@code file}. */
+    /** Row {@code i} in, row {@code i - LIVE} out, one commit each; every commit that returned is told to {@code file}, if any. */
     private static void write(Connection c, int writer, int commits, Recording file) throws SQLException {
         c.setAutoCommit(false);
         try (PreparedStatement in = c.prepareStatement("INSERT INTO rows_kept (writer, id, pad) VALUES (?, ?, ?)");
@@ -140,7 +247,9 @@ class ReusedSpaceTest {
                 out.setInt(2, i - LIVE);
                 out.executeUpdate();
                 c.commit();
-                file.returned(writer, i);
+                if (file != null) {
+                    file.returned(writer, i);
+                }
             }
         }
     }
