@@ -46,6 +46,10 @@ import static org.assertj.core.api.Assertions.assertThat;
  * commits), no state lacks a returned commit; and with one writer, the file stays a fraction of what
  * appending every chunk makes it. The gate is used here as {@link Database} builds it,
  * without the pool: a {@code rec:} URL is not one {@code Database} puts through the gate.
+ *
+ * <p>Past H2's longest retention (24.8 days of a file's life; the file's clock is moved back), H2 alone
+ * frees a chunk at the next commit once it dies, before any fsync, which a power cut would find; through
+ * the gate it waits for a housekeeping pass ({@code H2CommitGate.FreedByPasses}).
  */
 class ReusedSpaceTest {
     private static final int LIVE = 50;
