@@ -439,7 +439,7 @@ final class H2CommitGate implements DataSource {
             if (reuse && !(saver instanceof HeaderKeeper)) {
                 // Without its own saver the gate cannot name chunks in the header: space is not reused, and H2 may
                 // free dead chunks as it always does (it appends every chunk then, which is safe).
-                dead.stop();
+                dead.giveBack(file);
                 dead = null;
             }
             if (saver instanceof HeaderKeeper) {
@@ -646,13 +646,11 @@ final class H2CommitGate implements DataSource {
      * final field; an H2 or a JDK that refuses either leaves space unreused ({@link #install} returns null).
      */
     private static final class FreedByPasses extends ConcurrentLinkedDeque<Object> {
-        private final transient FileStore<?> file;
         /** The pass's thread while it frees chunks; null otherwise. */
         volatile Thread freeing;
 
-        private FreedByPasses(FileStore<?> file, Collection<?> listed) {
+        private FreedByPasses(Collection<?> listed) {
             super(listed);
-            this.file = file;
         }
 
         /** Puts this list in place of H2's, with what H2 listed so far; null when this H2 or JDK does not let it. */
@@ -662,7 +660,7 @@ final class H2CommitGate implements DataSource {
             }
             try {
                 Deque<?> listed = (Deque<?>) DEAD_CHUNKS.get(file);
-                FreedByPasses dead = new FreedByPasses(file, listed);
+                FreedByPasses dead = new FreedByPasses(listed);
                 DEAD_CHUNKS.set(file, dead);
                 return dead;
             } catch (IllegalAccessException | RuntimeException e) {
@@ -670,8 +668,8 @@ final class H2CommitGate implements DataSource {
             }
         }
 
-        /** Gives H2 its own list back, with what this one holds. */
-        void stop() {
+        /** Gives {@code file}, where this list was installed, its own list back, with what this one holds. */
+        void giveBack(FileStore<?> file) {
             try {
                 DEAD_CHUNKS.set(file, new ConcurrentLinkedDeque<>(this));
             } catch (IllegalAccessException | RuntimeException e) {

@@ -90,8 +90,8 @@ class ReusedSpaceTest {
     void throughTheGateSpaceIsReusedAndTheFileStaysAFractionOfEveryChunkAppended() throws Exception {
         // A pass due every 2 ms (the service allows 100 ms at least): how many commits a pass follows then depends
         // little on how fast this machine commits, and the bound below holds on a warm JVM as on a cold one.
-        long reusedBytes = gated(Recording.of(dir.resolve("reused")), Duration.ofMillis(2), 1, 1_000);
-        Recording appended = Recording.of(dir.resolve("appended"));
+        long reusedBytes = gated(Recording.positionsOf(dir.resolve("reused")), Duration.ofMillis(2), 1, 1_000);
+        Recording appended = Recording.positionsOf(dir.resolve("appended"));
         long appendedBytes = gated(appended, Duration.ZERO, 1, 1_000);
 
         assertThat(appended.writesIntoUsedSpace()).as("chunks written where the file had held others, every chunk appended").isZero();
@@ -264,9 +264,10 @@ class ReusedSpaceTest {
      * the order they reached the file in.
      */
     private static final class Recording {
-        private record Change(byte[] bytes, long at) {
+        /** A write ({@code bytes} null when only its place is kept) or a truncation to {@code at} ({@code length} -1). */
+        private record Change(byte[] bytes, int length, long at) {
             boolean truncation() {
-                return bytes == null;
+                return length < 0;
             }
         }
 
@@ -277,20 +278,34 @@ class ReusedSpaceTest {
         private static final long HEADER_BYTES = 2 * 4096;
 
         private final Path path;
+        /** Whether each write's bytes are kept, for {@link #statesLacking}; else only where it went. */
+        private final boolean bytes;
         private final List<Change> changes = new ArrayList<>();
         private final List<Returned> returned = new ArrayList<>();
 
-        private Recording(Path path) {
+        private Recording(Path path, boolean bytes) {
             this.path = path;
+            this.bytes = bytes;
         }
 
+        /** Every write with its bytes, so that each state can be rebuilt. */
         static Recording of(Path base) {
+            return start(new Recording(Path.of(base + ".mv.db"), true));
+        }
+
+        /** Only where each write went, for {@link #writesIntoUsedSpace}. */
+        static Recording positionsOf(Path base) {
+            return start(new Recording(Path.of(base + ".mv.db"), false));
+        }
+
+        private static Recording start(Recording recording) {
             FilePathRec.register();
-            Recording recording = new Recording(Path.of(base + ".mv.db"));
             String name = recording.path.toString();
-            FilePathRec.setRecorder((op, file, bytes, at) -> {
-                if (file.endsWith(name) && (op == Recorder.WRITE || op == Recorder.TRUNCATE)) {
-                    recording.changed(op == Recorder.WRITE ? bytes.clone() : null, at);
+            FilePathRec.setRecorder((op, file, written, at) -> {
+                if (file.endsWith(name) && op == Recorder.WRITE) {
+                    recording.changed(new Change(recording.bytes ? written.clone() : null, written.length, at));
+                } else if (file.endsWith(name) && op == Recorder.TRUNCATE) {
+                    recording.changed(new Change(null, -1, at));
                 }
             });
             return recording;
@@ -306,8 +321,8 @@ class ReusedSpaceTest {
             return path;
         }
 
-        synchronized void changed(byte[] bytes, long at) {
-            changes.add(new Change(bytes, at));
+        synchronized void changed(Change change) {
+            changes.add(change);
         }
 
         synchronized void returned(int writer, int commit) {
@@ -329,7 +344,7 @@ class ReusedSpaceTest {
                     if (change.at() >= HEADER_BYTES && change.at() < end) {
                         into++;
                     }
-                    end = Math.max(end, change.at() + change.bytes().length);
+                    end = Math.max(end, change.at() + change.length());
                 }
             }
             return into;
@@ -337,6 +352,9 @@ class ReusedSpaceTest {
 
         /** The file after each change, opened as a restart opens it: what it lacks, or why it cannot be opened; {@code first}: stops at one. */
         synchronized List<String> statesLacking(boolean first) throws Exception {
+            if (!bytes) {
+                throw new IllegalStateException("recorded without the bytes written: Recording.of rebuilds states");
+            }
             List<String> lacking = new ArrayList<>();
             byte[] file = new byte[0];
             long size = 0;
